@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Warnings are errors everywhere: a warning in a push pipeline is a bug report nobody reads.
+let strict: [SwiftSetting] = [.unsafeFlags(["-warnings-as-errors"])]
+
+let package = Package(
+    name: "Fanout",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "fanout", targets: ["fanout"]),
+    ],
+    targets: [
+        // MARK: C libraries (one system-library module per library, one Swift module imports each)
+        .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        // Typed wrappers for variadic / macro C APIs that Swift cannot call.
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+        .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
+
+        // MARK: Pure core (no C, no I/O)
+        .target(name: "APNsModel", swiftSettings: strict),
+        .target(name: "FanoutCore", dependencies: ["APNsModel"], swiftSettings: strict),
+
+        // MARK: Adapters around C
+        .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"], swiftSettings: strict),
+        .target(name: "FanoutKafka", dependencies: ["CRdKafka"], swiftSettings: strict),
+        .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "CCurl", "CCurlShim"], swiftSettings: strict),
+        .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "CNghttp2"], swiftSettings: strict),
+
+        // MARK: The product
+        .target(name: "FanoutWorker",
+                dependencies: ["FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "APNsSimulator"],
+                swiftSettings: strict),
+        .target(name: "FanoutCLI",
+                dependencies: ["FanoutWorker", "FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],
+                swiftSettings: strict),
+        .executableTarget(name: "fanout", dependencies: ["FanoutCLI"], swiftSettings: strict),
+
+        // MARK: Tests mirror the source modules
+        .testTarget(name: "APNsModelTests", dependencies: ["APNsModel"], swiftSettings: strict),
+        .testTarget(name: "FanoutCoreTests", dependencies: ["FanoutCore", "APNsModel"], swiftSettings: strict),
+        .testTarget(name: "FanoutKafkaTests", dependencies: ["FanoutKafka"], swiftSettings: strict),
+        .testTarget(name: "FanoutAPNsTests", dependencies: ["FanoutAPNs", "APNsModel", "APNsSimulator", "FanoutCrypto"], swiftSettings: strict),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "APNsModel", "FanoutCrypto"], swiftSettings: strict),
+        .testTarget(name: "FanoutWorkerTests",
+                    dependencies: ["FanoutWorker", "FanoutCore", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],
+                    swiftSettings: strict),
+    ]
+)

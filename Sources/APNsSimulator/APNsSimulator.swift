@@ -1,0 +1,1 @@
+// APNsSimulator: see README "Development" for what lives here.

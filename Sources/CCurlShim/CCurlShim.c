@@ -1,0 +1,35 @@
+#include "CCurlShim.h"
+
+CURLcode fanout_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+CURLcode fanout_curl_easy_setopt_ptr(CURL *handle, CURLoption option, const void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+CURLcode fanout_curl_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+CURLcode fanout_curl_easy_setopt_write_cb(CURL *handle, size_t (*cb)(char *, size_t, size_t, void *)) {
+    return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, cb);
+}
+CURLcode fanout_curl_easy_setopt_header_cb(CURL *handle, size_t (*cb)(char *, size_t, size_t, void *)) {
+    return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, cb);
+}
+CURLcode fanout_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+CURLcode fanout_curl_easy_getinfo_ptr(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+CURLcode fanout_curl_easy_getinfo_double(CURL *handle, CURLINFO info, double *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+CURLMcode fanout_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+CURLMcode fanout_curl_multi_setopt_ptr(CURLM *multi, CURLMoption option, const void *value) {
+    return curl_multi_setopt(multi, option, value);
+}
+unsigned int fanout_curl_version_num(void) {
+    return curl_version_info(CURLVERSION_NOW)->version_num;
+}

@@ -1,0 +1,12 @@
+#include "COpenSSLShim.h"
+#include <openssl/err.h>
+
+int fanout_ssl_ctx_set_min_tls12(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+}
+long fanout_ssl_ctx_set_mode_release_buffers(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+}
+unsigned long fanout_err_get_error(void) {
+    return ERR_get_error();
+}

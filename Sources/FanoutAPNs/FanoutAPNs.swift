@@ -1,0 +1,1 @@
+// FanoutAPNs: see README "Development" for what lives here.

@@ -1,0 +1,1 @@
+// FanoutCrypto: see README "Development" for what lives here.

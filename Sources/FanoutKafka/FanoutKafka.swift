@@ -1,0 +1,1 @@
+// FanoutKafka: see README "Development" for what lives here.

@@ -1,0 +1,1 @@
+// FanoutWorker: see README "Development" for what lives here.

@@ -1,0 +1,4 @@
+import FanoutCLI
+import Foundation
+
+exit(await Fanout.main())
