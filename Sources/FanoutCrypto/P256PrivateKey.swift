@@ -1,0 +1,88 @@
+import COpenSSL
+import COpenSSLShim
+import Foundation
+
+/// An EC P-256 private key (an APNs `.p8` key), used to sign ES256 JWTs.
+///
+/// Owns one `EVP_PKEY`, freed in `deinit`. The key is never mutated after init, and OpenSSL 3
+/// allows concurrent signing with one `EVP_PKEY` (each `sign` uses its own `EVP_MD_CTX`), so a
+/// key can be shared between threads.
+public final class P256PrivateKey: @unchecked Sendable {
+    /// Owned; freed in deinit. Immutable after init (see the type's doc for thread safety).
+    private let pkey: OpaquePointer
+
+    private init(owning pkey: OpaquePointer) { self.pkey = pkey }
+
+    deinit { EVP_PKEY_free(pkey) }
+
+    /// Loads a PEM private key (PKCS#8 `.p8` as Apple issues it; SEC1 `EC PRIVATE KEY` is accepted too).
+    /// Throws `P256KeyError` for anything that is not an EC P-256 private key.
+    public convenience init(pem: String) throws {
+        let bytes = Array(pem.utf8)
+        guard pem.contains("-----BEGIN") else { throw P256KeyError.notPEM(detail: "no '-----BEGIN' line") }
+        let loaded: OpaquePointer = try P256OpenSSL.withReadBIO(bytes) { bio in
+            guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+                throw P256KeyError.notPEM(detail: P256OpenSSL.drainErrors())
+            }
+            return key
+        }
+        do {
+            try P256OpenSSL.requireP256(loaded)
+        } catch {
+            EVP_PKEY_free(loaded)
+            throw error
+        }
+        self.init(owning: loaded)
+    }
+
+    /// Loads a `.p8` file. A missing or unreadable file gives `.unreadableFile` with the reason.
+    public convenience init(contentsOfFile path: String) throws {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
+            throw P256KeyError.unreadableFile(path: path, reason: reason)
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw P256KeyError.notPEM(detail: "'\(path)' is not text")
+        }
+        try self.init(pem: text)
+    }
+
+    /// A fresh random P-256 key, for tests and the simulator.
+    public static func generate() throws -> P256PrivateKey {
+        guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil) else { throw P256OpenSSL.failure("EVP_PKEY_CTX_new_id") }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_keygen_init(context) == 1 else { throw P256OpenSSL.failure("EVP_PKEY_keygen_init") }
+        guard EVP_PKEY_CTX_set_group_name(context, "P-256") == 1 else { throw P256OpenSSL.failure("EVP_PKEY_CTX_set_group_name") }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen(context, &key) == 1, let key else { throw P256OpenSSL.failure("EVP_PKEY_keygen") }
+        return P256PrivateKey(owning: key)
+    }
+
+    /// PEM PKCS#8 (`-----BEGIN PRIVATE KEY-----`), the `.p8` format.
+    public func pemPKCS8() throws -> String {
+        try P256OpenSSL.writeToString("PEM_write_bio_PKCS8PrivateKey") { bio in
+            PEM_write_bio_PKCS8PrivateKey(bio, pkey, nil, nil, 0, nil, nil)
+        }
+    }
+
+    /// The matching public key.
+    public func publicKey() throws -> P256PublicKey {
+        let pem = try P256OpenSSL.writeToString("PEM_write_bio_PUBKEY") { bio in PEM_write_bio_PUBKEY(bio, pkey) }
+        return try P256PublicKey(pem: pem)
+    }
+
+    /// ES256: ECDSA P-256 with SHA-256 over `message`; returns the raw 64-byte r‖s that JWS uses
+    /// (converted from OpenSSL's DER encoding).
+    public func sign<Message: ContiguousBytes>(_ message: Message) throws -> [UInt8] {
+        let der = try message.withUnsafeBytes { try P256OpenSSL.signDER(pkey, $0) }
+        return try ES256Signature.raw(fromDER: der)
+    }
+
+    /// Convenience for signing UTF-8 text (a JWT signing input).
+    public func sign(_ text: String) throws -> [UInt8] {
+        try sign(Array(text.utf8))
+    }
+}
