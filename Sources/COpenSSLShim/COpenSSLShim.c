@@ -10,3 +10,6 @@ long fanout_ssl_ctx_set_mode_release_buffers(SSL_CTX *ctx) {
 unsigned long fanout_err_get_error(void) {
     return ERR_get_error();
 }
+long fanout_ssl_ctx_set_mode_partial_write(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
