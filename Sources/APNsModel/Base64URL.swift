@@ -22,3 +22,18 @@ public enum Base64URL {
         return [UInt8](data)
     }
 }
+
+extension Base64URL {
+    /// True when `text` is non-empty standard base64 (with '+', '/' and optional '=' padding), as APNs
+    /// channel ids are.
+    public static func isStandardBase64(_ text: String) -> Bool {
+        guard !text.isEmpty else { return false }
+        var padding = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "=") { padding += 1; continue }
+            guard padding == 0 else { return false }
+            guard byte.isASCIIAlphanumeric || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/") else { return false }
+        }
+        return padding <= 2
+    }
+}

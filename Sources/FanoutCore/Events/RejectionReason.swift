@@ -35,6 +35,12 @@ public enum RejectionReason: String, Sendable, Hashable, CaseIterable {
     case invalidChannel = "invalid-channel"
     case payloadTooLarge = "payload-too-large"
     case unknownField = "unknown-field"
+    case invalidTarget = "invalid-target"
+    case invalidAttributes = "invalid-attributes"
+    case invalidInputPush = "invalid-input-push"
+    // activity-tokens records (TokenRecord).
+    case missingToken = "missing-token"
+    case invalidEnvironment = "invalid-environment"
     // Resolved by the worker after validation, not by the decoder.
     case noToken = "no-token"
     case rejectedByAPNs = "rejected-by-apns"

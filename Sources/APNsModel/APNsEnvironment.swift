@@ -1,0 +1,27 @@
+/// Where pushes go. APNS.md §1: production and sandbox hosts, port 443 or 2197; channel management
+/// on its own hosts and ports.
+public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
+    case production
+    case sandbox
+
+    public var pushHost: String {
+        switch self {
+        case .production: "api.push.apple.com"
+        case .sandbox: "api.sandbox.push.apple.com"
+        }
+    }
+
+    public var channelManagementHost: String {
+        switch self {
+        case .production: "api-manage-broadcast.push.apple.com"
+        case .sandbox: "api-manage-broadcast.sandbox.push.apple.com"
+        }
+    }
+
+    public var channelManagementPort: Int {
+        switch self {
+        case .production: 2196
+        case .sandbox: 2195
+        }
+    }
+}

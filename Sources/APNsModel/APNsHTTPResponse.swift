@@ -1,0 +1,89 @@
+import Foundation
+
+/// What came back for one `APNsHTTPRequest`: an HTTP response, or a transport failure.
+public struct APNsHTTPResponse: Sendable, Hashable {
+    /// HTTP status; nil when the request failed below HTTP (see `transportFailure`).
+    public var status: Int?
+    public var apnsID: String?
+    public var apnsUniqueID: String?
+    public var apnsRequestID: String?
+    public var channelID: String?
+    public var retryAfterSeconds: Int?
+    public var body: [UInt8]
+    /// Connect/TLS/reset/GOAWAY/timeout description when no HTTP response arrived.
+    public var transportFailure: String?
+
+    public init(status: Int?, apnsID: String? = nil, apnsUniqueID: String? = nil, apnsRequestID: String? = nil,
+                channelID: String? = nil, retryAfterSeconds: Int? = nil, body: [UInt8] = [],
+                transportFailure: String? = nil) {
+        self.status = status
+        self.apnsID = apnsID
+        self.apnsUniqueID = apnsUniqueID
+        self.apnsRequestID = apnsRequestID
+        self.channelID = channelID
+        self.retryAfterSeconds = retryAfterSeconds
+        self.body = body
+        self.transportFailure = transportFailure
+    }
+
+    /// The `{"reason": ..., "timestamp": ...}` error body; nil fields when absent or not JSON.
+    public func errorBody() -> (reason: APNsReason?, timestampMillis: Int64?) {
+        guard !body.isEmpty,
+              let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            return (nil, nil)
+        }
+        let reason = (object["reason"] as? String).map(APNsReason.init(rawValue:))
+        let timestamp = (object["timestamp"] as? NSNumber)?.int64Value
+        return (reason, timestamp)
+    }
+
+    /// This response as the result of a push, classified.
+    public func result() -> APNsResult {
+        guard let status else {
+            let failure = transportFailure ?? "no response"
+            return APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
+                              outcome: APNsResponseClassifier.classifyTransportFailure(failure),
+                              transportFailure: failure)
+        }
+        let (reason, timestamp) = (200..<300).contains(status) ? (nil, nil) : errorBody()
+        let outcome = APNsResponseClassifier.classify(status: status, reason: reason, timestampMillis: timestamp,
+                                                      retryAfter: retryAfterSeconds.map { .seconds($0) })
+        return APNsResult(status: status, reason: reason, apnsID: apnsID ?? apnsRequestID, apnsUniqueID: apnsUniqueID,
+                          timestampMillis: timestamp, outcome: outcome, transportFailure: nil)
+    }
+}
+
+/// The result of one push: what APNs said (or why nothing was said) and what it means.
+public struct APNsResult: Sendable, Hashable {
+    /// HTTP status; nil on a transport failure.
+    public var status: Int?
+    /// The error body's reason; nil on success or when the body had none.
+    public var reason: APNsReason?
+    /// `apns-id` (device pushes) or `apns-request-id` (broadcasts) from the response.
+    public var apnsID: String?
+    /// `apns-unique-id` (development environment and broadcasts only).
+    public var apnsUniqueID: String?
+    /// The 410 body's `timestamp` (milliseconds since 1970) when the token stopped being valid.
+    public var timestampMillis: Int64?
+    /// The single classification every part of Fanout acts on.
+    public var outcome: SendOutcome
+    /// Set when no HTTP response arrived.
+    public var transportFailure: String?
+
+    public init(status: Int?, reason: APNsReason?, apnsID: String?, apnsUniqueID: String?, timestampMillis: Int64?,
+                outcome: SendOutcome, transportFailure: String?) {
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.apnsUniqueID = apnsUniqueID
+        self.timestampMillis = timestampMillis
+        self.outcome = outcome
+        self.transportFailure = transportFailure
+    }
+
+    /// A result for a request that never reached APNs (queue closed, shutdown deadline, ...).
+    public static func notSent(_ why: String) -> APNsResult {
+        APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
+                   outcome: .retry(reason: why, status: nil, after: nil), transportFailure: why)
+    }
+}

@@ -1,0 +1,129 @@
+/// One push to APNs: a Live Activity device-token push or a broadcast to a channel.
+///
+/// Built only through the validating factories, so a value that exists is well-formed: the token,
+/// channel id, priority, apns-id and payload size are checked before anything is sent.
+public struct APNsRequest: Sendable, Hashable {
+    public enum Target: Sendable, Hashable {
+        /// `/3/device/<token>`: an activity's push token or a push-to-start token (hex).
+        case device(token: String)
+        /// `/4/broadcasts/apps/<bundle>` with `apns-channel-id` (base64).
+        case broadcast(channelID: String)
+    }
+
+    public let bundleID: String
+    public let target: Target
+    public let priority: APNsPriority
+    /// UNIX seconds; required for broadcast (0 on no-storage channels), optional for device pushes.
+    public let expiration: Int64?
+    /// Canonical lowercase UUID: `apns-id` on device pushes, `apns-request-id` on broadcasts.
+    public let apnsID: String?
+    /// The JSON body, already size-checked against the target's limit.
+    public let payload: [UInt8]
+
+    /// A Live Activity push to a per-activity or push-to-start token.
+    public static func liveActivity(deviceToken: String, bundleID: String, payload: [UInt8],
+                                    priority: APNsPriority, expiration: Int64? = nil,
+                                    apnsID: String? = nil) throws(APNsRequestError) -> APNsRequest {
+        guard !deviceToken.isEmpty, deviceToken.utf8.allSatisfy(\.isHexDigit) else {
+            throw .badDeviceToken(prefix: String(deviceToken.prefix(8)))
+        }
+        guard priority != .low else { throw .priorityNotAllowed(priority.rawValue) }
+        return try APNsRequest(bundleID: bundleID, target: .device(token: deviceToken), priority: priority,
+                               expiration: expiration, apnsID: apnsID, payload: payload,
+                               limit: APNsRequest.deviceLimit)
+    }
+
+    /// A broadcast to a channel (iOS 18). `expiration` is required by APNs; use 0 on no-storage channels.
+    public static func broadcast(channelID: String, bundleID: String, payload: [UInt8],
+                                 priority: APNsPriority, expiration: Int64,
+                                 requestID: String? = nil) throws(APNsRequestError) -> APNsRequest {
+        guard Base64URL.isStandardBase64(channelID) else { throw .badChannelID(channelID) }
+        return try APNsRequest(bundleID: bundleID, target: .broadcast(channelID: channelID), priority: priority,
+                               expiration: expiration, apnsID: requestID, payload: payload,
+                               limit: APNsRequest.broadcastLimit)
+    }
+
+    /// `/3/device` body limit (APNS.md §3).
+    public static let deviceLimit = 4096
+    /// Broadcast body limit (APNS.md §6).
+    public static let broadcastLimit = 5120
+
+    private init(bundleID: String, target: Target, priority: APNsPriority, expiration: Int64?,
+                 apnsID: String?, payload: [UInt8], limit: Int) throws(APNsRequestError) {
+        guard APNsRequest.isValidBundleID(bundleID) else { throw .badBundleID(bundleID) }
+        guard !payload.isEmpty else { throw .emptyPayload }
+        guard payload.count <= limit else { throw .payloadTooLarge(size: payload.count, limit: limit) }
+        if let expiration, expiration < 0 { throw .badExpiration(expiration) }
+        if let apnsID, !APNsRequest.isCanonicalUUID(apnsID) { throw .badAPNsID(apnsID) }
+        self.bundleID = bundleID
+        self.target = target
+        self.priority = priority
+        self.expiration = expiration
+        self.apnsID = apnsID
+        self.payload = payload
+    }
+
+    /// A bundle id: letters, digits, '-', '.'; no push-type suffix (that is added for the topic).
+    static func isValidBundleID(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 155 && !text.hasSuffix(".push-type.liveactivity")
+            && text.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+    }
+
+    /// 8-4-4-4-12 lowercase hex, as APNs wants `apns-id`.
+    public static func isCanonicalUUID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                if byte != UInt8(ascii: "-") { return false }
+            } else if !(byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) && !(byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f")) {
+                return false
+            }
+        }
+        return true
+    }
+}
+
+/// `apns-priority`.
+public enum APNsPriority: Int, Sendable, Hashable, CaseIterable {
+    /// Delivered immediately; counts against the Live Activity budget.
+    case immediate = 10
+    /// Not counted against the budget; may be delayed or grouped.
+    case conserve = 5
+    /// Broadcast only.
+    case low = 1
+}
+
+/// Why an `APNsRequest` could not be built. Nothing was sent.
+public enum APNsRequestError: Error, Sendable, Hashable, CustomStringConvertible {
+    case badDeviceToken(prefix: String)
+    case badChannelID(String)
+    case badBundleID(String)
+    case badAPNsID(String)
+    case badExpiration(Int64)
+    case priorityNotAllowed(Int)
+    case emptyPayload
+    case payloadTooLarge(size: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case .badDeviceToken(let prefix): "device token '\(prefix)…' is empty or not hex"
+        case .badChannelID(let id): "channel id '\(id)' is not base64"
+        case .badBundleID(let id): "bundle id '\(id)' is not a bundle id (letters, digits, '-', '.', no .push-type suffix)"
+        case .badAPNsID(let id): "apns-id '\(id)' is not a lowercase 8-4-4-4-12 UUID"
+        case .badExpiration(let value): "apns-expiration \(value) is negative"
+        case .priorityNotAllowed(let value): "apns-priority \(value) is not allowed on device pushes (use 5 or 10)"
+        case .emptyPayload: "payload is empty"
+        case .payloadTooLarge(let size, let limit): "payload is \(size) bytes, over the APNs limit of \(limit)"
+        }
+    }
+}
+
+extension UInt8 {
+    var isHexDigit: Bool {
+        (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x46) || (self >= 0x61 && self <= 0x66)
+    }
+    var isASCIIAlphanumeric: Bool {
+        (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x5A) || (self >= 0x61 && self <= 0x7A)
+    }
+}
