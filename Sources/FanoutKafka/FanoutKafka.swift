@@ -1,1 +1,0 @@
-// FanoutKafka: see README "Development" for what lives here.

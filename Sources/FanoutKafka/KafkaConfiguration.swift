@@ -1,0 +1,36 @@
+/// librdkafka properties, passed through verbatim (`bootstrap.servers`, `security.protocol`,
+/// `sasl.*`, `ssl.*`, timeouts, …). Validation happens when a client is created: an unknown property
+/// or a bad value is a `KafkaError` with code `.invalidConfiguration` naming the property.
+public struct KafkaConfiguration: Sendable, Hashable {
+    public var properties: [String: String]
+
+    public init(_ properties: [String: String] = [:]) {
+        self.properties = properties
+    }
+
+    public init(bootstrapServers: String, _ properties: [String: String] = [:]) {
+        self.properties = properties
+        self.properties["bootstrap.servers"] = bootstrapServers
+    }
+
+    public subscript(name: String) -> String? {
+        get { properties[name] }
+        set { properties[name] = newValue }
+    }
+
+    /// Properties with Fanout's defaults filled in where the caller set nothing.
+    func withDefaults(_ defaults: [String: String]) -> KafkaConfiguration {
+        KafkaConfiguration(properties.merging(defaults) { caller, _ in caller })
+    }
+
+    /// Fails when the caller set one of `pinned` to anything but its required value, then pins them.
+    func pinning(_ pinned: [String: String], client: String) throws -> KafkaConfiguration {
+        for (name, required) in pinned.sorted(by: { $0.key < $1.key }) {
+            if let given = properties[name], given.lowercased() != required {
+                throw KafkaError(.invalidConfiguration,
+                                 reason: "property '\(name)' must be '\(required)' for the \(client) (got '\(given)'): Fanout relies on it for at-least-once delivery; remove it from the configuration")
+            }
+        }
+        return KafkaConfiguration(properties.merging(pinned) { _, pinned in pinned })
+    }
+}

@@ -1,0 +1,128 @@
+import CRdKafka
+import Synchronization
+
+/// A consumer-group member: cooperative-sticky assignment, no auto commit, no auto offset store;
+/// the owner commits explicit offsets after its work is done.
+///
+/// Threading: `poll` blocks and must run on a thread the caller owns (never Swift's cooperative
+/// pool); rebalance handler closures run inside `poll`/`close` on that thread. `commit`,
+/// `committed`, `close` and metadata calls block too. `pause`, `resume` and `assignment` are cheap
+/// and safe from any thread.
+public final class KafkaConsumer: Sendable {
+    public let groupID: String
+    private let client: RDKafkaClient
+    private let context: RebalanceContext
+    private let closed = Mutex(false)
+
+    /// Properties Fanout pins: changing them would break commit-after-ack.
+    static let pinned = ["enable.auto.commit": "false", "enable.auto.offset.store": "false"]
+
+    /// - Parameter configuration: librdkafka properties (at least `bootstrap.servers`). Defaults:
+    ///   `partition.assignment.strategy=cooperative-sticky`, `auto.offset.reset=earliest`.
+    public init(configuration: KafkaConfiguration, groupID: String,
+                rebalance: KafkaRebalanceHandler = KafkaRebalanceHandler()) throws {
+        guard !groupID.isEmpty else {
+            throw KafkaError(.invalidConfiguration, reason: "the consumer group id is empty")
+        }
+        var effective = try configuration
+            .withDefaults(["partition.assignment.strategy": "cooperative-sticky", "auto.offset.reset": "earliest"])
+            .pinning(Self.pinned, client: "group consumer")
+        effective["group.id"] = groupID
+        let conf = try RDKafkaConf(effective)
+        conf.withPointer { rd_kafka_conf_set_rebalance_cb($0, fanoutRebalanceCallback) }
+        context = RebalanceContext(handler: rebalance)
+        client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf, context: context)
+        self.groupID = groupID
+        // Route the main queue (errors, logs as events) to the consumer queue served by poll.
+        _ = client.withHandle { rd_kafka_poll_set_consumer($0) }
+    }
+
+    public func subscribe(_ topics: [String]) throws {
+        try ensureOpen()
+        guard !topics.isEmpty else { throw KafkaError(.subscribe, reason: "subscribe needs at least one topic") }
+        let list = RDKafkaTopicPartitionList(topics.map { TopicPartition($0, -1) })   // RD_KAFKA_PARTITION_UA
+        let err = client.withHandle { handle in list.withPointer { rd_kafka_subscribe(handle, $0) } }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(.subscribe, err, "could not subscribe to \(topics.joined(separator: ", ")): \(KafkaResponseCode(err).message)")
+        }
+    }
+
+    /// Blocking: waits up to `timeout` for the first record or event, then returns what is ready,
+    /// at most `maxMessages` records. Rebalance callbacks run inside this call.
+    /// Throws only when the consumer is closed or hit a fatal error; other errors are in the batch.
+    public func poll(timeout: Duration, maxMessages: Int = 1000) throws -> KafkaPollBatch {
+        try ensureOpen()
+        var batch = try client.pollBatch(timeout: timeout, maxMessages: max(1, maxMessages))
+        batch.errors.append(contentsOf: context.drainErrors())
+        return batch
+    }
+
+    /// Blocking, synchronous commit of "next offset to read" per partition. Throws `.commit` with
+    /// per-partition failures (e.g. an old generation during a rebalance); nothing is retried here.
+    public func commit(_ offsets: [TopicPartition: Int64]) throws {
+        try ensureOpen()
+        try client.commit(offsets)
+    }
+
+    /// Blocking: the group's committed offsets; `nil` for a partition with no commit yet.
+    public func committed(_ partitions: [TopicPartition], timeout: Duration) throws -> [TopicPartition: Int64?] {
+        try ensureOpen()
+        guard !partitions.isEmpty else { return [:] }
+        let list = RDKafkaTopicPartitionList(partitions)
+        let err = client.withHandle { handle in
+            list.withPointer { rd_kafka_committed(handle, $0, Int32(clamping: timeout.milliseconds)) }
+        }
+        let failures = list.failures
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {
+            throw KafkaError(.committedOffsets, err, "could not read committed offsets", partitionFailures: failures)
+        }
+        var result: [TopicPartition: Int64?] = [:]
+        for entry in list.entries { result[entry.partition] = entry.offset >= 0 ? entry.offset : nil }
+        return result
+    }
+
+    /// Stops fetching from these partitions (records already fetched are discarded and refetched
+    /// after `resume`). Membership is unaffected.
+    public func pause(_ partitions: some Collection<TopicPartition>) throws {
+        try ensureOpen()
+        try client.pause(partitions)
+    }
+
+    public func resume(_ partitions: some Collection<TopicPartition>) throws {
+        try ensureOpen()
+        try client.resume(partitions)
+    }
+
+    public func assignment() throws -> Set<TopicPartition> {
+        try ensureOpen()
+        return try client.assignment()
+    }
+
+    /// Blocking. Throws `.topicNotFound` naming the first missing topic.
+    public func partitionCounts(of topics: [String], timeout: Duration) throws -> [String: Int] {
+        try ensureOpen()
+        return try client.partitionCounts(of: topics, timeout: timeout)
+    }
+
+    /// Blocking: leaves the group. The rebalance handler's `revoking` runs for the current
+    /// assignment (commit there or before). Throws the first revoke-commit or close failure.
+    /// Later calls throw `.closed`.
+    public func close() throws {
+        let wasClosed = closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+        guard !wasClosed else { return }
+        let err = client.withHandle { rd_kafka_consumer_close($0) }
+        if let failure = context.drainErrors().first(where: { $0.code == .commit }) { throw failure }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            throw KafkaError(.closed, err, "leaving the group failed: \(KafkaResponseCode(err).message)")
+        }
+    }
+
+    private func ensureOpen() throws {
+        if closed.withLock({ $0 }) {
+            throw KafkaError(.closed, reason: "the consumer of group '\(groupID)' is closed")
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import CRdKafka
+
+/// A Kafka protocol API number, for fault injection on the mock cluster.
+public struct KafkaAPIKey: RawRepresentable, Sendable, Hashable {
+    public var rawValue: Int16
+    public init(rawValue: Int16) { self.rawValue = rawValue }
+    public static let produce = KafkaAPIKey(rawValue: 0)
+    public static let fetch = KafkaAPIKey(rawValue: 1)
+    public static let listOffsets = KafkaAPIKey(rawValue: 2)
+    public static let metadata = KafkaAPIKey(rawValue: 3)
+    public static let offsetCommit = KafkaAPIKey(rawValue: 8)
+    public static let offsetFetch = KafkaAPIKey(rawValue: 9)
+    public static let findCoordinator = KafkaAPIKey(rawValue: 10)
+    public static let joinGroup = KafkaAPIKey(rawValue: 11)
+    public static let heartbeat = KafkaAPIKey(rawValue: 12)
+    public static let leaveGroup = KafkaAPIKey(rawValue: 13)
+    public static let syncGroup = KafkaAPIKey(rawValue: 14)
+    public static let initProducerID = KafkaAPIKey(rawValue: 22)
+}
+
+/// librdkafka's in-process mock Kafka cluster: real Kafka protocol on loopback ports, served by
+/// this object's own librdkafka threads. Other processes can use `bootstrapServers` too.
+/// Brokers are numbered 1...brokers. Destroying it stops the brokers.
+///
+/// `@unchecked Sendable`: owns the client and mock-cluster pointers, immutable after init; the
+/// mock cluster API is thread-safe (each call is a request to the cluster's own thread).
+public final class MockKafkaCluster: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private let cluster: OpaquePointer
+    public let bootstrapServers: String
+    public let brokerCount: Int
+
+    public init(brokers: Int = 1) throws {
+        guard (1...16).contains(brokers) else {
+            throw KafkaError(.mockCluster, reason: "a mock cluster needs 1...16 brokers, got \(brokers)")
+        }
+        let conf = try RDKafkaConf(KafkaConfiguration(["log_level": "3"]))
+        handle = try conf.makeClient(RD_KAFKA_PRODUCER)
+        guard let cluster = rd_kafka_mock_cluster_new(handle, Int32(brokers)) else {
+            rd_kafka_destroy(handle)
+            throw KafkaError(.mockCluster, reason: "librdkafka could not start a mock cluster with \(brokers) broker(s)")
+        }
+        self.cluster = cluster
+        bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
+        brokerCount = brokers
+    }
+
+    deinit {
+        rd_kafka_mock_cluster_destroy(cluster)
+        rd_kafka_destroy(handle)
+    }
+
+    /// A client configuration pointing at this cluster.
+    public func configuration(_ properties: [String: String] = [:]) -> KafkaConfiguration {
+        KafkaConfiguration(bootstrapServers: bootstrapServers, properties)
+    }
+
+    public func createTopic(_ name: String, partitions: Int, replicationFactor: Int = 1) throws {
+        guard partitions > 0, replicationFactor > 0, replicationFactor <= brokerCount else {
+            throw KafkaError(.mockCluster, reason: "topic '\(name)': need partitions ≥ 1 and 1 ≤ replication factor ≤ \(brokerCount) brokers (got \(partitions), \(replicationFactor))")
+        }
+        try check(rd_kafka_mock_topic_create(cluster, name, Int32(partitions), Int32(replicationFactor)),
+                  "could not create topic '\(name)'")
+    }
+
+    /// The next `errors.count` requests of `apiKey` fail with these codes, in order (any broker).
+    public func pushRequestErrors(_ apiKey: KafkaAPIKey, _ errors: [KafkaResponseCode]) {
+        let codes = errors.map(\.rd)
+        codes.withUnsafeBufferPointer { buffer in
+            rd_kafka_mock_push_request_errors_array(cluster, apiKey.rawValue, buffer.count, buffer.baseAddress)
+        }
+    }
+
+    public func clearRequestErrors(_ apiKey: KafkaAPIKey) {
+        rd_kafka_mock_clear_request_errors(cluster, apiKey.rawValue)
+    }
+
+    /// Every request touching this topic fails with `error` (`.noError` clears it).
+    public func setTopicError(_ topic: String, _ error: KafkaResponseCode) {
+        rd_kafka_mock_topic_set_error(cluster, topic, error.rd)
+    }
+
+    public func setBrokerDown(_ broker: Int32) throws {
+        try check(rd_kafka_mock_broker_set_down(cluster, broker), "could not take broker \(broker) down")
+    }
+
+    public func setBrokerUp(_ broker: Int32) throws {
+        try check(rd_kafka_mock_broker_set_up(cluster, broker), "could not bring broker \(broker) up")
+    }
+
+    public func setBrokerRoundTripTime(_ broker: Int32, milliseconds: Int) throws {
+        try check(rd_kafka_mock_broker_set_rtt(cluster, broker, Int32(clamping: milliseconds)),
+                  "could not set the round-trip time of broker \(broker)")
+    }
+
+    public func setPartitionLeader(_ partition: TopicPartition, broker: Int32) throws {
+        try check(rd_kafka_mock_partition_set_leader(cluster, partition.topic, partition.partition, broker),
+                  "could not move the leader of \(partition) to broker \(broker)")
+    }
+
+    /// - Parameter keyType: `"group"` or `"transaction"`.
+    public func setCoordinator(keyType: String, key: String, broker: Int32) throws {
+        try check(rd_kafka_mock_coordinator_set(cluster, keyType, key, broker),
+                  "could not make broker \(broker) the \(keyType) coordinator for '\(key)'")
+    }
+
+    private func check(_ err: rd_kafka_resp_err_t, _ what: String) throws {
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(.mockCluster, err, "\(what): \(KafkaResponseCode(err).message)")
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import CRdKafka
+import Synchronization
+
+/// The consumer's rebalance callback target. librdkafka holds an unretained pointer to it as the
+/// client opaque; `RDKafkaClient` keeps it alive until after `rd_kafka_destroy`.
+final class RebalanceContext: Sendable {
+    let handler: KafkaRebalanceHandler
+    /// Errors raised inside the callback (which must not throw across C), handed to the next poll.
+    private let pendingErrors = Mutex<[KafkaError]>([])
+
+    init(handler: KafkaRebalanceHandler) { self.handler = handler }
+
+    func record(_ error: KafkaError) {
+        pendingErrors.withLock { errors in
+            errors.append(error)
+            if errors.count > 100 { errors.removeFirst(errors.count - 100) }   // bounded
+        }
+    }
+
+    func drainErrors() -> [KafkaError] {
+        pendingErrors.withLock { errors in
+            defer { errors.removeAll() }
+            return errors
+        }
+    }
+
+    func rebalance(_ rk: OpaquePointer, _ err: rd_kafka_resp_err_t,
+                   _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+        let partitions = RDKafkaTopicPartitionList.entries(of: list).map(\.partition)
+        switch err {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if cooperative {
+                if let error = rd_kafka_incremental_assign(rk, list) {
+                    record(KafkaError(.assignment, consuming: error, context: "incremental assign of \(partitions.count) partition(s)"))
+                    return
+                }
+            } else {
+                let code = rd_kafka_assign(rk, list)
+                if code != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    record(KafkaError(.assignment, code, "assign of \(partitions.count) partition(s) failed"))
+                    return
+                }
+            }
+            if !partitions.isEmpty { handler.assigned(partitions) }
+
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            if rd_kafka_assignment_lost(rk) != 0 {
+                if !partitions.isEmpty { handler.lost(partitions) }
+            } else if !partitions.isEmpty {
+                let offsets = handler.revoking(partitions)
+                if !offsets.isEmpty {
+                    let commitList = RDKafkaTopicPartitionList(offsets: offsets)
+                    let code = commitList.withPointer { rd_kafka_commit(rk, $0, 0) }
+                    let failures = commitList.failures
+                    if code != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {
+                        record(KafkaError(.commit, code,
+                                          "commit of revoked partitions failed; their next owner replays from the previous commit",
+                                          partitionFailures: failures))
+                    }
+                }
+            }
+            unassign(rk, list, cooperative: cooperative, count: partitions.count)
+
+        default:
+            record(KafkaError(.assignment, err, "rebalance error: \(KafkaResponseCode(err).message)"))
+            unassign(rk, list, cooperative: cooperative, count: partitions.count)
+        }
+    }
+
+    private func unassign(_ rk: OpaquePointer, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>,
+                          cooperative: Bool, count: Int) {
+        if cooperative {
+            if let error = rd_kafka_incremental_unassign(rk, list) {
+                record(KafkaError(.assignment, consuming: error, context: "incremental unassign of \(count) partition(s)"))
+            }
+        } else {
+            let code = rd_kafka_assign(rk, nil)
+            if code != RD_KAFKA_RESP_ERR_NO_ERROR {
+                record(KafkaError(.assignment, code, "unassign failed"))
+            }
+        }
+    }
+}
+
+/// The C rebalance callback: back to the context object, no throwing across C.
+func fanoutRebalanceCallback(_ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t,
+                             _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
+                             _ opaque: UnsafeMutableRawPointer?) {
+    guard let rk, let list, let opaque else { return }
+    Unmanaged<RebalanceContext>.fromOpaque(opaque).takeUnretainedValue().rebalance(rk, err, list)
+}

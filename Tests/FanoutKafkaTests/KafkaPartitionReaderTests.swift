@@ -1,0 +1,56 @@
+import Testing
+@testable import FanoutKafka
+
+@Suite struct KafkaPartitionReaderTests {
+    @Test func readsOnePartitionFromTheBeginningUntilCaughtUp() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("tokens")
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try KafkaProducer(configuration: cluster.configuration())
+        try await produceAll(producer, topic: topic, range: 0..<7, partition: 1)
+        try await produceAll(producer, topic: topic, range: 100..<105, partition: 2)
+
+        let reader = try KafkaPartitionReader(configuration: cluster.configuration())
+        let partition = TopicPartition(topic, 1)
+        let (marks, values, caughtUp) = try await onThread { () -> (KafkaWatermarks, [String], Bool) in
+            let marks = try reader.watermarks(of: partition, timeout: .seconds(10))
+            try reader.assign([partition: .beginning])
+            var values: [String] = []
+            var caughtUp = false
+            try pollUntil({ try reader.poll(timeout: $0) }, what: "partition 1 caught up") { batch in
+                values += batch.messages.map { text($0.value)! }
+                #expect(batch.messages.allSatisfy { $0.topicPartition == partition })
+                if batch.reachedEnd.contains(partition) { caughtUp = true }
+                return caughtUp
+            }
+            #expect(try reader.assignment() == [partition])
+            try reader.unassign([partition])
+            #expect(try reader.assignment().isEmpty)
+            reader.close()
+            return (marks, values, caughtUp)
+        }
+        #expect(marks == KafkaWatermarks(low: 0, high: 7))
+        #expect(caughtUp)
+        #expect(values == (0..<7).map { "value-\($0)" })
+        #expect(throws: KafkaError.self) { _ = try reader.poll(timeout: .zero) }
+    }
+
+    @Test func assignsAtAnOffset() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("offset")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try KafkaProducer(configuration: cluster.configuration())
+        try await produceAll(producer, topic: topic, range: 0..<10, partition: 0)
+        let reader = try KafkaPartitionReader(configuration: cluster.configuration())
+        let offsets = try await onThread { () -> [Int64] in
+            try reader.assign([TopicPartition(topic, 0): .offset(6)])
+            var offsets: [Int64] = []
+            try pollUntil({ try reader.poll(timeout: $0) }, what: "end of partition") { batch in
+                offsets += batch.messages.map(\.offset)
+                return !batch.reachedEnd.isEmpty
+            }
+            return offsets
+        }
+        #expect(offsets == [6, 7, 8, 9])
+    }
+}

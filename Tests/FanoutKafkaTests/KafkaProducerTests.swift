@@ -1,0 +1,88 @@
+import Synchronization
+import Testing
+@testable import FanoutKafka
+
+@Suite struct KafkaProducerTests {
+    @Test func deliveryReportGivesPartitionAndOffset() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("reports")
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try KafkaProducer(configuration: cluster.configuration())
+        var offsets: [Int64] = []
+        for index in 0..<3 {
+            let report = try await producer.produce(topic: topic, partition: 2, key: bytes("k"), value: bytes("v\(index)"))
+            #expect(report.topic == topic)
+            #expect(report.partition == 2)
+            offsets.append(report.offset)
+        }
+        #expect(offsets == [0, 1, 2])
+
+        // Callback variant; same key lands on the same partition.
+        let reports = Mutex<[KafkaDeliveryReport]>([])
+        for _ in 0..<4 {
+            try producer.produce(topic: topic, key: bytes("same-key"), value: bytes("x")) { result in
+                if case .success(let report) = result { reports.withLock { $0.append(report) } }
+            }
+        }
+        try await onThread { try producer.flush(timeout: .seconds(10)) }
+        let delivered = reports.withLock { $0 }
+        #expect(delivered.count == 4)
+        #expect(Set(delivered.map(\.partition)).count == 1)
+        #expect(producer.pendingCount == 0)
+    }
+
+    @Test func fullQueueFailsFastInsteadOfBlocking() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("full")
+        try cluster.createTopic(topic, partitions: 1)
+        try cluster.setBrokerDown(1)
+        let producer = try KafkaProducer(configuration: cluster.configuration(["queue.buffering.max.messages": "2"]))
+        let failures = Mutex<[KafkaError]>([])
+        for _ in 0..<2 {
+            try producer.produce(topic: topic, key: nil, value: bytes("a")) { result in
+                if case .failure(let error) = result { failures.withLock { $0.append(error) } }
+            }
+        }
+        let error = #expect(throws: KafkaError.self) {
+            try producer.produce(topic: topic, key: nil, value: bytes("b")) { _ in }
+        }
+        #expect(error?.code == .queueFull)
+        #expect(error?.underlying == .queueFull)
+        // The queued records are still owned by their completions: a flush cannot finish while the broker is down.
+        let flushError = await #expect(throws: KafkaError.self) {
+            try await onThread { try producer.flush(timeout: .milliseconds(300)) }
+        }
+        #expect(flushError?.code == .flushTimedOut)
+        try cluster.setBrokerUp(1)
+        try await onThread { try producer.flush(timeout: .seconds(30)) }
+        #expect(failures.withLock { $0 }.isEmpty)
+    }
+
+    @Test func retriableBrokerErrorsAreRetriedBeforeTheReport() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("retry")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try KafkaProducer(configuration: cluster.configuration())
+        _ = try await producer.produce(topic: topic, key: nil, value: bytes("warm-up"))
+        cluster.pushRequestErrors(.produce, [.notEnoughReplicas, .notEnoughReplicas])
+        let report = try await producer.produce(topic: topic, key: nil, value: bytes("after-errors"))
+        #expect(report.offset == 1)
+    }
+
+    @Test func metadataReportsPartitionCountsAndNamesMissingTopics() async throws {
+        let cluster = try MockKafkaCluster()
+        let updates = uniqueName("updates")
+        let tokens = uniqueName("tokens")
+        try cluster.createTopic(updates, partitions: 12)
+        try cluster.createTopic(tokens, partitions: 5)
+        let producer = try KafkaProducer(configuration: cluster.configuration())
+        let counts = try await onThread { try producer.partitionCounts(of: [updates, tokens], timeout: .seconds(10)) }
+        #expect(counts == [updates: 12, tokens: 5])
+        let missing = uniqueName("missing")
+        let error = await #expect(throws: KafkaError.self) {
+            try await onThread { try producer.partitionCounts(of: [updates, missing], timeout: .seconds(10)) }
+        }
+        #expect(error?.code == .topicNotFound)
+        #expect(error?.reason.contains(missing) == true)
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+@testable import FanoutKafka
+
+/// Per-test unique names so tests sharing a process never share a group or topic.
+func uniqueName(_ prefix: String) -> String {
+    "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
+}
+
+/// Group settings from ENVIRONMENT.md: the mock completes a rebalance only after the rebalance
+/// timeout, so keep it short in tests.
+func groupConfiguration(_ cluster: MockKafkaCluster, _ extra: [String: String] = [:]) -> KafkaConfiguration {
+    cluster.configuration([
+        "session.timeout.ms": "6000",
+        "max.poll.interval.ms": "7000",
+        "heartbeat.interval.ms": "500",
+        "topic.metadata.refresh.interval.ms": "1000",
+    ].merging(extra) { _, new in new })
+}
+
+/// Runs blocking librdkafka calls on a thread of its own, never on the cooperative pool.
+func onThread<T: Sendable>(_ name: String = "kafka-test", _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            continuation.resume(with: Result { try body() })
+        }
+        thread.name = name
+        thread.start()
+    }
+}
+
+struct PollTimedOut: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Polls until `done` says so, failing after `limit` (a safety net against hangs, not a timing check).
+func pollUntil(_ poll: (Duration) throws -> KafkaPollBatch, limit: Duration = .seconds(60),
+               what: String, _ done: (KafkaPollBatch) -> Bool) throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + limit
+    while clock.now < deadline {
+        if done(try poll(.milliseconds(200))) { return }
+    }
+    throw PollTimedOut(description: "gave up waiting for \(what) after \(limit)")
+}
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+func text(_ bytes: [UInt8]?) -> String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
+
+/// Produces `count` records keyed `key-i` with value `value-i`, waiting for every acknowledgement.
+@discardableResult
+func produceAll(_ producer: KafkaProducer, topic: String, range: Range<Int>, partition: Int32? = nil,
+                headers: [KafkaHeader] = []) async throws -> [KafkaDeliveryReport] {
+    try await withThrowingTaskGroup(of: KafkaDeliveryReport.self) { group in
+        for index in range {
+            group.addTask {
+                try await producer.produce(topic: topic, partition: partition, key: bytes("key-\(index)"),
+                                           value: bytes("value-\(index)"), headers: headers)
+            }
+        }
+        var reports: [KafkaDeliveryReport] = []
+        for try await report in group { reports.append(report) }
+        return reports
+    }
+}
