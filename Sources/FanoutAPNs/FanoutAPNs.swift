@@ -1,1 +1,0 @@
-// FanoutAPNs: see README "Development" for what lives here.

@@ -1,0 +1,98 @@
+import APNsModel
+
+/// Everything the engine remembers about one target (activity key or channel) — DESIGN.md §3.
+///
+/// Kept small because idle targets are many: the pending state and the in-flight send live in
+/// side tables (`FanoutEngine.pending`, `.inFlight`), so an idle target holds only this struct:
+/// last sent timestamp and content digest, budget, send times, backoff and flags.
+struct TargetState: Sendable {
+    var key: String
+    var lane: Lane
+    var live: Bool
+    /// Set when an end was accepted: later events are resolved at once.
+    var endAccepted = false
+    /// The end was delivered (or resolved): nothing more is ever sent.
+    var ended = false
+    /// Listed in its paused app's `parked` list.
+    var parked = false
+    var attempts: UInt16 = 0
+    var appIndex: UInt16
+    var profileIndex: UInt16
+    var partitionSlot: Int32
+    /// Bumped whenever a timer is (re)armed or the slot is reused; stale heap entries are skipped.
+    var generation: UInt32
+    /// Bumped when the slot is reused, so parked references to a former occupant are skipped.
+    var incarnation: UInt32
+    var sends: UInt32 = 0
+    var deliveries: UInt32 = 0
+    /// Newest timestamp accepted (pending, in flight or sent); later events must be newer.
+    var latestAccepted: Int64 = -1
+    /// Timestamp of the last delivered state, or -1.
+    var lastSentTimestamp: Int64 = -1
+    var lastSentSummary = ContentSummary(digest: 0, progress: SIMD4(repeating: .nan))
+    /// Time of the last send attempt (min_interval is measured from it).
+    var lastSendAt: Nanoseconds = Int64.min / 4
+    var lastDeliveredAt: Nanoseconds = Int64.min / 4
+    var lastEventAt: Nanoseconds
+    var backoffUntil: Nanoseconds = Int64.min / 4
+    /// Armed timer, or `Int64.max`.
+    var timerAt: Nanoseconds = .max
+    /// Since when a pending update waits for a usable token, or -1.
+    var tokenWaitSince: Nanoseconds = -1
+    /// After a start was delivered, only tokens registered at or after its timestamp belong to the new activity.
+    var tokenNotBefore: Int64 = 0
+    var inFlightSendID: UInt64 = 0
+    var bucket: TokenBucket
+    var lastOutcome: SendOutcome?
+    var lastOutcomeAt: Nanoseconds = 0
+
+    init(key: String, lane: Lane, appIndex: UInt16, profileIndex: UInt16, partitionSlot: Int32,
+         generation: UInt32, incarnation: UInt32, now: Nanoseconds, budget: BudgetSettings) {
+        self.key = key
+        self.lane = lane
+        self.live = true
+        self.appIndex = appIndex
+        self.profileIndex = profileIndex
+        self.partitionSlot = partitionSlot
+        self.generation = generation
+        self.incarnation = incarnation
+        self.lastEventAt = now
+        self.bucket = TokenBucket(capacity: budget.burst, now: now)
+    }
+}
+
+/// Dictionary key of a target: lane plus activity key / channel id.
+struct TargetKey: Hashable, Sendable {
+    var lane: Lane
+    var id: String
+}
+
+/// A send the engine handed out and has not heard back about.
+struct InFlightSend: Sendable {
+    var slot: Int32
+    var incarnation: UInt32
+    var update: PendingUpdate
+    var destination: Destination
+    var priority: Int
+    var isProbe: Bool
+    var partitionSlot: Int32
+}
+
+/// An app stopped by a configuration error, probed with one send every `configProbeInterval`.
+struct PausedApp: Sendable {
+    var reason: String
+    var probeAt: Nanoseconds
+    var probeSendID: UInt64 = 0
+    /// Targets waiting for the app to resume: (slot, incarnation).
+    var parked: [(slot: Int32, incarnation: UInt32)] = []
+}
+
+/// One assigned partition: its offset tracker, dedupe window and send count.
+struct PartitionState: Sendable {
+    var id: PartitionID
+    var tracker = OffsetTracker()
+    var dedupe: DedupeWindow
+    var inFlight = 0
+    var lane: Lane?
+    var lastReportedCommit: Int64?
+}

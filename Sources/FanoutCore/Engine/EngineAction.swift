@@ -1,0 +1,129 @@
+/// A Kafka partition as the engine tracks it: topic name plus partition number.
+public struct PartitionID: Sendable, Hashable, CustomStringConvertible {
+    public var topic: String
+    public var partition: Int32
+    public init(topic: String, partition: Int32) {
+        self.topic = topic
+        self.partition = partition
+    }
+    public var description: String { "\(topic)/\(partition)" }
+}
+
+/// Where one input record came from.
+public struct EventSource: Sendable, Hashable, CustomStringConvertible {
+    public var partition: PartitionID
+    public var offset: Int64
+    public init(partition: PartitionID, offset: Int64) {
+        self.partition = partition
+        self.offset = offset
+    }
+    public var description: String { "\(partition)@\(offset)" }
+}
+
+/// Identifies a dead letter or feedback record whose Kafka produce the worker must acknowledge with
+/// `FanoutEngine.resolve(_:now:)` before the offsets it covers complete.
+public struct ResolutionID: Sendable, Hashable {
+    public var rawValue: UInt64
+}
+
+/// Where a push goes.
+public enum Destination: Sendable, Hashable {
+    /// `/3/device/<token>`: the activity's own update token.
+    case activityToken(String)
+    /// `/3/device/<token>`: the user's push-to-start token (start events only).
+    case pushToStartToken(String)
+    /// `/4/broadcasts/apps/<bundle>` with `apns-channel-id`.
+    case channel(String)
+}
+
+/// One push the worker should send now. Report its result with `FanoutEngine.complete(_:outcome:now:)`.
+public struct SendRequest: Sendable, Hashable {
+    public var sendID: UInt64
+    public var lane: Lane
+    /// Activity key or channel id.
+    public var target: String
+    public var app: String
+    public var destination: Destination
+    /// `production` / `sandbox` from the token registration; nil when unknown (inline and push-to-start tokens).
+    public var environment: String?
+    /// 10 or 5.
+    public var priority: Int
+    /// The state to put in the payload: the newest state, with an alert kept from a replaced event.
+    /// `event.kind` is the event to send (`start`, `update` or `end`).
+    public var event: ActivityEvent
+    /// aps.stale-date: the event's, or timestamp + default_stale_after.
+    public var staleDate: Int64
+    /// aps.dismissal-date: only on end, when the producer gave one.
+    public var dismissalDate: Int64?
+    /// apns-expiration (UNIX seconds; 0 = do not store).
+    public var expiration: Int64
+    /// The input offsets this send completes when delivered (all in `partition`).
+    public var partition: PartitionID
+    public var coveredOffsets: [Int64]
+    /// True when this send probes a paused app.
+    public var isProbe: Bool
+}
+
+/// A record for `activity-token-feedback`.
+public struct TokenFeedback: Sendable, Hashable {
+    public var resolution: ResolutionID
+    public var key: String
+    public var token: String
+    public var app: String
+    public var status: Int
+    public var reason: String
+    /// APNs's 410 timestamp (milliseconds), when given.
+    public var apnsTimestampMillis: Int64?
+    /// When Fanout saw it (UNIX seconds).
+    public var observedAt: Int64
+}
+
+/// Events to produce to the dead-letter topic.
+public struct DeadLetter: Sendable, Hashable {
+    public var resolution: ResolutionID
+    /// Every input record concerned; the worker writes each one's original bytes.
+    public var sources: [EventSource]
+    public var reason: RejectionReason
+    public var detail: String
+    /// The newest state involved, for context.
+    public var target: String
+    public var app: String?
+}
+
+/// Why an event was done without a send of its own (metrics and logs).
+public enum DropReason: String, Sendable, Hashable {
+    case duplicateID = "duplicate-id"
+    case notNewer = "not-newer"
+    case afterEnd = "after-end"
+    /// A start and its end were both pending: nothing was ever shown, nothing to send.
+    case endedBeforeStart = "ended-before-start"
+}
+
+/// What the engine wants done.
+public enum EngineAction: Sendable, Hashable {
+    case send(SendRequest)
+    /// Produce to the DLQ, then call `resolve(resolution)`.
+    case deadLetter(DeadLetter)
+    /// Produce to activity-token-feedback, then call `resolve(resolution)`.
+    case feedback(TokenFeedback)
+    /// Informational: the event is already done (its offset completed).
+    case dropped(EventSource, DropReason)
+    /// Stop sending for this app and report not-ready; its offsets stay uncommitted.
+    case pauseApp(app: String, reason: String)
+    /// The probe succeeded: the app's configuration works again.
+    case resumeApp(app: String)
+}
+
+/// Offset to commit for a partition (Kafka's next offset to read).
+public struct CommitPoint: Sendable, Hashable {
+    public var partition: PartitionID
+    public var offset: Int64
+}
+
+/// Counts for backpressure decisions.
+public struct Load: Sendable, Hashable {
+    /// Offsets read and not yet done.
+    public var incomplete: Int
+    /// Sends issued and not yet completed.
+    public var inFlight: Int
+}

@@ -1,0 +1,60 @@
+/// Every knob of the core engine, with DESIGN.md's defaults. All durations in nanoseconds.
+public struct EngineConfiguration: Sendable {
+    /// Per-activity targets of apps not listed in `frequentUpdatesApps`.
+    public var activityBudget = BudgetSettings.standard
+    /// Per-activity targets of apps in `frequentUpdatesApps`.
+    public var frequentUpdatesBudget = BudgetSettings.frequentUpdates
+    public var frequentUpdatesApps: Set<String> = []
+    /// Broadcast channels.
+    public var broadcastBudget = BudgetSettings.broadcast
+    /// One bucket per push-to-start token; starts wait for credit rather than being wasted.
+    public var pushToStartBudget = BudgetSettings.pushToStart
+
+    /// stale-date when the producer gave none: event timestamp + this (seconds).
+    public var defaultStaleAfterSeconds: Int64 = 15 * 60
+    /// How long an activity-lane update waits for a usable token before it is dead-lettered `no-token`.
+    public var tokenWait: Nanoseconds = .seconds(30)
+    /// Event ids remembered per partition for duplicate detection.
+    public var dedupeWindowPerPartition = 8192
+
+    /// Meaning rules per ActivityKit attributes type.
+    public var meaningProfiles: [String: MeaningProfile] = [:]
+    /// Used when the target's attributes type is unknown or has no profile.
+    public var defaultMeaning = MeaningProfile()
+    /// Attributes type of an app's activities when no start event told us (activities started on device).
+    public var attributesTypeByApp: [String: String] = [:]
+    /// Bundle id for events without `app` (allowed when exactly one app is configured).
+    public var defaultApp: String?
+
+    /// Retry backoff per target: full jitter over `min(cap, base * 2^(attempt-1))`.
+    public var backoffBase: Nanoseconds = .milliseconds(500)
+    public var backoffCap: Nanoseconds = .minutes(5)
+    /// How often a paused app (configuration error) is probed with one send.
+    public var configProbeInterval: Nanoseconds = .seconds(60)
+
+    /// `apns-expiration` on the broadcast lane: `true` sends 0 (required on no-storage channels),
+    /// `false` uses the stale-date.
+    public var broadcastExpirationImmediate = true
+
+    /// Backpressure bounds: the worker pauses a partition whose incomplete offsets or in-flight sends
+    /// reach these, and resumes it below half.
+    public var maxIncompletePerPartition = 20_000
+    public var maxInFlightPerPartition = 2_000
+    public var maxIncompleteTotal = 200_000
+
+    /// Idle targets (nothing pending or in flight) are forgotten after this long without an event;
+    /// ended ones after `forgetEndedAfter`. A sweep runs every `sweepInterval`.
+    public var forgetIdleAfter: Nanoseconds = .hours(12)
+    public var forgetEndedAfter: Nanoseconds = .hours(4)
+    public var sweepInterval: Nanoseconds = .seconds(60)
+
+    /// Seed of the jitter generator (the worker passes something random; simulations a fixed seed).
+    public var randomSeed: UInt64 = 0x5eed
+
+    public init() {}
+
+    func budget(lane: Lane, app: String) -> BudgetSettings {
+        if lane == .broadcast { return broadcastBudget }
+        return frequentUpdatesApps.contains(app) ? frequentUpdatesBudget : activityBudget
+    }
+}

@@ -1,0 +1,128 @@
+import APNsModel
+
+/// What each APNs outcome does (DESIGN.md §4).
+extension FanoutEngine {
+    /// The result of send `sendID`. Unknown ids (for example sends of a revoked partition) are ignored.
+    public mutating func complete(_ sendID: UInt64, outcome: SendOutcome, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let send = inFlight.removeValue(forKey: sendID) else { return }
+        totalInFlight -= 1
+        if partitions.indices.contains(Int(send.partitionSlot)), partitions[Int(send.partitionSlot)] != nil {
+            partitions[Int(send.partitionSlot)]!.inFlight -= 1
+        }
+        let index = Int(send.slot)
+        guard targets[index].live, targets[index].incarnation == send.incarnation else { return }
+        targets[index].inFlightSendID = 0
+        targets[index].lastOutcome = outcome
+        targets[index].lastOutcomeAt = now
+        let appIndex = targets[index].appIndex
+        let event = send.update.event
+
+        switch outcome {
+        case .delivered:
+            for offset in send.update.offsets { completeOffset(offset, partitionSlot: send.partitionSlot) }
+            targets[index].deliveries &+= 1
+            targets[index].lastSentTimestamp = event.timestamp
+            targets[index].lastSentSummary = send.update.summary
+            targets[index].lastDeliveredAt = now
+            targets[index].attempts = 0
+            if event.kind == .end { targets[index].ended = true }
+            if event.kind == .start { targets[index].tokenNotBefore = event.timestamp }
+            configurationWorks(appIndex, send: sendID, now: now, into: &actions)
+
+        case let .tokenGone(reason, status, apnsTimestampMillis):
+            targets[index].attempts = 0
+            if event.kind == .end { targets[index].ended = true }
+            let resolution = makeResolution(send.update.offsets, partitionSlot: send.partitionSlot)
+            switch send.destination {
+            case let .activityToken(token), let .pushToStartToken(token):
+                if case .activityToken = send.destination { tokens.markGone(key: targets[index].key, token: token) }
+                actions.append(.feedback(TokenFeedback(
+                    resolution: resolution, key: targets[index].key, token: token, app: apps[Int(appIndex)],
+                    status: status, reason: reason, apnsTimestampMillis: apnsTimestampMillis,
+                    observedAt: now / Int64.nanosecondsPerSecond)))
+            case .channel:
+                actions.append(.deadLetter(DeadLetter(
+                    resolution: resolution, sources: sources(send.update.offsets, partitionSlot: send.partitionSlot),
+                    reason: .channelNotRegistered, detail: "APNs \(status) \(reason) for channel",
+                    target: targets[index].key, app: apps[Int(appIndex)])))
+            }
+            configurationWorks(appIndex, send: sendID, now: now, into: &actions)
+
+        case let .badPayload(reason, status):
+            targets[index].attempts = 0
+            if event.kind == .end { targets[index].ended = true }
+            deadLetter(send.update.offsets, partitionSlot: send.partitionSlot, reason: .rejectedByAPNs,
+                       detail: "APNs \(status) \(reason)", target: targets[index].key, app: apps[Int(appIndex)], into: &actions)
+            configurationWorks(appIndex, send: sendID, now: now, into: &actions)
+
+        case let .retry(_, _, after):
+            backOff(index, suggested: after.map { Nanoseconds($0) }, now: now)
+            requeue(send.update, slot: send.slot, into: &actions)
+            if send.isProbe { probeFailed(appIndex, now: now) }
+
+        case .refreshAuth:
+            // The transport mints a new JWT on its own; retry after a (jittered) backoff so a broken
+            // key cannot turn into a tight loop.
+            backOff(index, suggested: nil, now: now)
+            requeue(send.update, slot: send.slot, into: &actions)
+            if send.isProbe { probeFailed(appIndex, now: now) }
+
+        case let .configError(reason, status):
+            requeue(send.update, slot: send.slot, into: &actions)
+            if paused[appIndex] == nil {
+                paused[appIndex] = PausedApp(reason: "APNs \(status) \(reason)", probeAt: now + configuration.configProbeInterval)
+                actions.append(.pauseApp(app: apps[Int(appIndex)], reason: "APNs \(status) \(reason)"))
+            } else if send.isProbe {
+                probeFailed(appIndex, now: now)
+            }
+        }
+        evaluate(send.slot, now: now, into: &actions)
+    }
+
+    /// Exponential backoff with full jitter, capped; APNs's suggested delay is a floor.
+    private mutating func backOff(_ index: Int, suggested: Nanoseconds?, now: Nanoseconds) {
+        targets[index].attempts = targets[index].attempts == .max ? .max : targets[index].attempts + 1
+        let exponent = min(Int(targets[index].attempts) - 1, 40)
+        let ceiling = configuration.backoffBase > configuration.backoffCap >> exponent
+            ? configuration.backoffCap
+            : min(configuration.backoffCap, configuration.backoffBase << exponent)
+        let jitter = ceiling > 0 ? Int64(random.next() % UInt64(ceiling + 1)) : 0
+        targets[index].backoffUntil = now + max(jitter, suggested ?? 0)
+    }
+
+    /// Puts an undelivered state back as pending; a newer pending state wins, keeping the offsets.
+    private mutating func requeue(_ update: PendingUpdate, slot: Int32, into actions: inout [EngineAction]) {
+        guard let newer = pending.removeValue(forKey: slot) else {
+            pending[slot] = update
+            return
+        }
+        var merged = update
+        switch merged.absorb(newer) {
+        case .merged:
+            pending[slot] = merged
+        case .cancelled:
+            targets[Int(slot)].ended = true
+            for offset in merged.offsets {
+                drop(offset, partitionSlot: targets[Int(slot)].partitionSlot, reason: .endedBeforeStart, into: &actions)
+            }
+        }
+    }
+
+    /// A send of the app got an answer that proves its credentials and topic work: resume it.
+    private mutating func configurationWorks(_ appIndex: UInt16, send: UInt64, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let app = paused.removeValue(forKey: appIndex) else { return }
+        actions.append(.resumeApp(app: apps[Int(appIndex)]))
+        for entry in app.parked {
+            let index = Int(entry.slot)
+            guard targets[index].live, targets[index].incarnation == entry.incarnation else { continue }
+            targets[index].parked = false
+            evaluate(entry.slot, now: now, into: &actions)
+        }
+    }
+
+    private mutating func probeFailed(_ appIndex: UInt16, now: Nanoseconds) {
+        guard paused[appIndex] != nil else { return }
+        paused[appIndex]!.probeSendID = 0
+        paused[appIndex]!.probeAt = now + configuration.configProbeInterval
+    }
+}

@@ -1,0 +1,156 @@
+/// Partitions, offsets, commit points, resolutions and backpressure counts.
+extension FanoutEngine {
+    /// Starts tracking `partition` (idempotent). Receiving on an unassigned partition assigns it too.
+    public mutating func assign(_ partition: PartitionID) { _ = assignSlot(partition) }
+
+    /// Stops tracking `partitions`: returns their final commit points, then forgets their offsets,
+    /// dedupe windows and targets (and, for activity-lane partitions, the token registrations of the
+    /// same partition number). Outcomes of their sends still in flight are ignored afterwards; the
+    /// worker should wait for them (bounded) before calling this.
+    public mutating func revoke(_ revoked: [PartitionID]) -> [CommitPoint] {
+        var points: [CommitPoint] = []
+        var slots = Set<Int32>()
+        for id in revoked {
+            guard let slot = partitionSlotByID.removeValue(forKey: id), let state = partitions[Int(slot)] else { continue }
+            if let offset = state.tracker.commitPoint { points.append(CommitPoint(partition: id, offset: offset)) }
+            totalIncomplete -= state.tracker.incompleteCount
+            if state.lane == .activity { tokens.removeAll(partition: id.partition) }
+            partitions[Int(slot)] = nil
+            slots.insert(slot)
+        }
+        guard !slots.isEmpty else { return points }
+        for index in targets.indices where targets[index].live && slots.contains(targets[index].partitionSlot) {
+            freeTarget(Int32(index))
+        }
+        for (sendID, send) in inFlight where slots.contains(send.partitionSlot) {
+            inFlight[sendID] = nil
+            totalInFlight -= 1
+        }
+        resolutions = resolutions.filter { !slots.contains($0.value.partitionSlot) }
+        return points
+    }
+
+    /// Commit points that moved since the last call (Kafka's next offset to read, per partition).
+    public mutating func commitPoints() -> [CommitPoint] {
+        var points: [CommitPoint] = []
+        for index in partitions.indices {
+            guard let state = partitions[index], let offset = state.tracker.commitPoint,
+                  offset != state.lastReportedCommit else { continue }
+            partitions[index]!.lastReportedCommit = offset
+            points.append(CommitPoint(partition: state.id, offset: offset))
+        }
+        return points
+    }
+
+    /// Incomplete offsets and in-flight sends of one partition, or nil when it is not assigned.
+    public func load(of partition: PartitionID) -> Load? {
+        guard let slot = partitionSlotByID[partition], let state = partitions[Int(slot)] else { return nil }
+        return Load(incomplete: state.tracker.incompleteCount, inFlight: state.inFlight)
+    }
+
+    /// Totals over all partitions.
+    public var totalLoad: Load { Load(incomplete: totalIncomplete, inFlight: totalInFlight) }
+
+    /// True when the partition (or the process) reached a bound: pause fetching it.
+    public func shouldPause(_ partition: PartitionID) -> Bool {
+        guard let load = load(of: partition) else { return false }
+        return load.incomplete >= configuration.maxIncompletePerPartition
+            || load.inFlight >= configuration.maxInFlightPerPartition
+            || totalIncomplete >= configuration.maxIncompleteTotal
+    }
+
+    /// True when a paused partition drained below half of every bound: resume fetching it.
+    public func mayResume(_ partition: PartitionID) -> Bool {
+        guard let load = load(of: partition) else { return true }
+        return load.incomplete < configuration.maxIncompletePerPartition / 2
+            && load.inFlight < configuration.maxInFlightPerPartition / 2
+            && totalIncomplete < configuration.maxIncompleteTotal / 2
+    }
+
+    /// Number of tracked targets.
+    public var targetCount: Int { slotByKey.count }
+
+    // MARK: Internals
+
+    mutating func assignSlot(_ partition: PartitionID) -> Int32 {
+        if let slot = partitionSlotByID[partition] { return slot }
+        // Slots are never reused, so late references to a revoked partition can never hit a new one.
+        let slot = Int32(partitions.count)
+        partitions.append(PartitionState(id: partition, dedupe: DedupeWindow(capacity: configuration.dedupeWindowPerPartition)))
+        partitionSlotByID[partition] = slot
+        return slot
+    }
+
+    mutating func targetSlot(lane: Lane, id: String, app: String, partitionSlot: Int32, now: Nanoseconds) -> Int32 {
+        let key = TargetKey(lane: lane, id: id)
+        if let slot = slotByKey[key] { return slot }
+        let appIndex = internApp(app)
+        var profileIndex: UInt16 = 0
+        if let type = configuration.attributesTypeByApp[app] { profileIndex = profileIndexByType[type] ?? 0 }
+        let settings = configuration.budget(lane: lane, app: app)
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+            let old = targets[Int(free)]
+            targets[Int(free)] = TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
+                                             generation: old.generation &+ 1, incarnation: old.incarnation &+ 1, now: now, budget: settings)
+        } else {
+            slot = Int32(targets.count)
+            targets.append(TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
+                                       generation: 0, incarnation: 0, now: now, budget: settings))
+        }
+        slotByKey[key] = slot
+        return slot
+    }
+
+    mutating func internApp(_ app: String) -> UInt16 {
+        if let index = appIndexByName[app] { return index }
+        precondition(apps.count < Int(UInt16.max), "more than 65535 distinct apps")
+        let index = UInt16(apps.count)
+        apps.append(app)
+        appIndexByName[app] = index
+        return index
+    }
+
+    mutating func freeTarget(_ slot: Int32) {
+        let index = Int(slot)
+        slotByKey[TargetKey(lane: targets[index].lane, id: targets[index].key)] = nil
+        pending[slot] = nil
+        targets[index].live = false
+        targets[index].generation &+= 1
+        targets[index].key = ""
+        targets[index].lastOutcome = nil
+        freeSlots.append(slot)
+    }
+
+    mutating func completeOffset(_ offset: Int64, partitionSlot: Int32) {
+        guard partitions.indices.contains(Int(partitionSlot)), partitions[Int(partitionSlot)] != nil else { return }
+        if partitions[Int(partitionSlot)]!.tracker.complete(offset) { totalIncomplete -= 1 }
+    }
+
+    mutating func drop(_ offset: Int64, partitionSlot: Int32, reason: DropReason, into actions: inout [EngineAction]) {
+        completeOffset(offset, partitionSlot: partitionSlot)
+        if let id = partitions[Int(partitionSlot)]?.id {
+            actions.append(.dropped(EventSource(partition: id, offset: offset), reason))
+        }
+    }
+
+    mutating func makeResolution(_ offsets: [Int64], partitionSlot: Int32) -> ResolutionID {
+        let id = nextResolutionID
+        nextResolutionID += 1
+        resolutions[id] = (partitionSlot, offsets)
+        return ResolutionID(rawValue: id)
+    }
+
+    func sources(_ offsets: [Int64], partitionSlot: Int32) -> [EventSource] {
+        guard let id = partitions[Int(partitionSlot)]?.id else { return [] }
+        return offsets.map { EventSource(partition: id, offset: $0) }
+    }
+
+    mutating func deadLetter(_ offsets: [Int64], partitionSlot: Int32, reason: RejectionReason, detail: String,
+                             target: String, app: String?, into actions: inout [EngineAction]) {
+        let resolution = makeResolution(offsets, partitionSlot: partitionSlot)
+        actions.append(.deadLetter(DeadLetter(resolution: resolution, sources: sources(offsets, partitionSlot: partitionSlot),
+                                              reason: reason, detail: detail, target: target, app: app)))
+    }
+}

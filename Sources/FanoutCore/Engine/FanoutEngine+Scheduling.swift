@@ -1,0 +1,141 @@
+/// The send decision for one target: meaning, min_interval, backoff, budget, token, app pause.
+extension FanoutEngine {
+    func budget(of target: TargetState) -> BudgetSettings {
+        configuration.budget(lane: target.lane, app: apps[Int(target.appIndex)])
+    }
+
+    /// Sends the target's pending state if every rule allows it now; otherwise arms a timer for when
+    /// one might, or parks the target behind its paused app.
+    mutating func evaluate(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
+        let index = Int(slot)
+        guard targets[index].inFlightSendID == 0, let update = pending[slot] else { return }
+        let target = targets[index]
+        var probing = false
+        if let pausedApp = paused[target.appIndex] {
+            guard pausedApp.probeSendID == 0 && now >= pausedApp.probeAt else {
+                if !target.parked {
+                    targets[index].parked = true
+                    paused[target.appIndex]!.parked.append((slot, target.incarnation))
+                }
+                return
+            }
+            probing = true
+        }
+        let settings = budget(of: target)
+        var earliest = max(target.lastSendAt + settings.minInterval, target.backoffUntil)
+        let profile = profiles[Int(target.profileIndex)]
+        let major = update.forcedMajor
+            || (!update.explicitMinor && (target.lastSentTimestamp < 0 || update.summary.digest != target.lastSentSummary.digest))
+        if !major && target.lastSentTimestamp >= 0
+            && !profile.progressMoved(from: target.lastSentSummary.progress, to: update.summary.progress) {
+            earliest = max(earliest, target.lastDeliveredAt + profile.maxQuiet)
+        }
+
+        let destination: Destination
+        var environment: String?
+        switch (target.lane, update.event.kind) {
+        case (.broadcast, _):
+            destination = .channel(target.key)
+        case (.activity, .start):
+            let token = update.event.token!  // checked on receive
+            destination = .pushToStartToken(token)
+            let bucket = pushToStartBuckets[token] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
+            earliest = max(earliest, bucket.nextCredit(after: now, settings: configuration.pushToStartBudget))
+        case (.activity, _):
+            guard let record = tokens.usableToken(for: target.key, notBefore: target.tokenNotBefore) else {
+                return waitForToken(slot, update: update, now: now, into: &actions)
+            }
+            targets[index].tokenWaitSince = -1
+            destination = .activityToken(record.token)
+            environment = record.environment
+        }
+        guard now >= earliest else { return arm(slot, at: earliest, now: now) }
+
+        let priority: Int
+        if update.event.kind == .start {
+            var bucket = pushToStartBuckets[update.event.token!] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
+            _ = bucket.take(at: now, settings: configuration.pushToStartBudget)
+            pushToStartBuckets[update.event.token!] = bucket
+            priority = 10
+        } else if major && targets[index].bucket.take(at: now, settings: settings) {
+            priority = 10
+        } else {
+            priority = 5
+        }
+        pending[slot] = nil
+        let sendID = nextSendID
+        nextSendID += 1
+        let event = update.event
+        let staleDate = event.staleDate ?? event.timestamp + configuration.defaultStaleAfterSeconds
+        let expiration = target.lane == .broadcast && configuration.broadcastExpirationImmediate ? 0 : staleDate
+        targets[index].inFlightSendID = sendID
+        targets[index].lastSendAt = now
+        targets[index].sends &+= 1
+        partitions[Int(target.partitionSlot)]!.inFlight += 1
+        totalInFlight += 1
+        if probing { paused[target.appIndex]!.probeSendID = sendID }
+        inFlight[sendID] = InFlightSend(slot: slot, incarnation: target.incarnation, update: update, destination: destination,
+                                        priority: priority, isProbe: probing, partitionSlot: target.partitionSlot)
+        actions.append(.send(SendRequest(
+            sendID: sendID, lane: target.lane, target: target.key, app: apps[Int(target.appIndex)],
+            destination: destination, environment: environment, priority: priority, event: event,
+            staleDate: staleDate, dismissalDate: event.kind == .end ? event.dismissalDate : nil, expiration: expiration,
+            partition: partitions[Int(target.partitionSlot)]!.id, coveredOffsets: update.offsets, isProbe: probing)))
+    }
+
+    /// No usable token: wait up to `tokenWait`, then dead-letter everything pending as `no-token`.
+    private mutating func waitForToken(_ slot: Int32, update: PendingUpdate, now: Nanoseconds, into actions: inout [EngineAction]) {
+        let index = Int(slot)
+        if targets[index].tokenWaitSince < 0 { targets[index].tokenWaitSince = now }
+        let deadline = targets[index].tokenWaitSince + configuration.tokenWait
+        guard now >= deadline else { return arm(slot, at: deadline, now: now) }
+        pending[slot] = nil
+        targets[index].tokenWaitSince = -1
+        if update.event.kind == .end { targets[index].ended = true }
+        deadLetter(update.offsets, partitionSlot: targets[index].partitionSlot, reason: .noToken,
+                   detail: "no usable push token for activity '\(targets[index].key)' within \(configuration.tokenWait / 1_000_000) ms",
+                   target: targets[index].key, app: apps[Int(targets[index].appIndex)], into: &actions)
+    }
+
+    /// Arms the target's timer at `deadline` unless an earlier live one is armed (it re-evaluates anyway).
+    mutating func arm(_ slot: Int32, at deadline: Nanoseconds, now: Nanoseconds) {
+        let index = Int(slot)
+        let current = targets[index].timerAt
+        if current <= deadline && current > now { return }
+        targets[index].generation &+= 1
+        targets[index].timerAt = deadline
+        heap.push(DeadlineHeap.Entry(deadline: deadline, slot: slot, generation: targets[index].generation))
+    }
+
+    /// For each paused app whose probe time came: give one parked target the chance to send as the probe.
+    mutating func probePausedApps(now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard !paused.isEmpty else { return }
+        for appIndex in paused.keys.sorted() {
+            guard var app = paused[appIndex], app.probeSendID == 0, now >= app.probeAt, !app.parked.isEmpty else { continue }
+            let parked = app.parked
+            app.parked = []
+            paused[appIndex] = app
+            for entry in parked {
+                let index = Int(entry.slot)
+                guard targets[index].live, targets[index].incarnation == entry.incarnation else { continue }
+                targets[index].parked = false
+                // Every target either becomes the probe, arms a timer, or parks again.
+                evaluate(entry.slot, now: now, into: &actions)
+            }
+        }
+    }
+
+    /// Forgets targets with nothing pending or in flight that saw no event for a long time.
+    mutating func sweep(now: Nanoseconds) {
+        for index in targets.indices where targets[index].live {
+            let target = targets[index]
+            guard target.inFlightSendID == 0, pending[Int32(index)] == nil else { continue }
+            let limit = target.ended ? configuration.forgetEndedAfter : configuration.forgetIdleAfter
+            if now - target.lastEventAt >= limit { freeTarget(Int32(index)) }
+        }
+        for (token, bucket) in pushToStartBuckets
+        where bucket.available(at: now, settings: configuration.pushToStartBudget) >= configuration.pushToStartBudget.burst {
+            pushToStartBuckets[token] = nil
+        }
+    }
+}

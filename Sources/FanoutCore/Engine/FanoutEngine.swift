@@ -1,0 +1,214 @@
+import APNsModel
+
+/// The decision core of Fanout: a deterministic state machine with no I/O, no threads and no clock.
+///
+/// The worker feeds it input records, token registrations, send outcomes and the passage of time
+/// (`now`, nanoseconds since the UNIX epoch), and carries out the `EngineAction`s it returns:
+/// sends, dead letters, feedback records, app pauses. It asks `commitPoints()` for the offsets to
+/// commit. Every call appends actions to an `inout` buffer so the hot path allocates little;
+/// convenience overloads return arrays.
+///
+/// Threading: a value type; own it from one thread (or behind one `Mutex`) and handle the actions
+/// outside the lock. Determinism: given the same calls, it returns the same actions (jitter comes
+/// from `EngineConfiguration.randomSeed`).
+///
+/// Memory per target: `TargetState` (last sent timestamp and digest, budget, times, flags); the pending
+/// state and in-flight send only while they exist; dedupe ids per partition (bounded); token records
+/// per key. Idle targets are forgotten after `forgetIdleAfter`, ended ones after `forgetEndedAfter`.
+public struct FanoutEngine: Sendable {
+    public let configuration: EngineConfiguration
+
+    var targets: [TargetState] = []
+    var freeSlots: [Int32] = []
+    var slotByKey: [TargetKey: Int32] = [:]
+    var pending: [Int32: PendingUpdate] = [:]
+    var inFlight: [UInt64: InFlightSend] = [:]
+    var partitions: [PartitionState?] = []
+    var partitionSlotByID: [PartitionID: Int32] = [:]
+    var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64])] = [:]
+    public internal(set) var tokens = TokenRegistry()
+    var pushToStartBuckets: [String: TokenBucket] = [:]
+    var heap = DeadlineHeap()
+    var apps: [String] = []
+    var appIndexByName: [String: UInt16] = [:]
+    var profiles: [MeaningProfile]
+    var profileIndexByType: [String: UInt16] = [:]
+    var paused: [UInt16: PausedApp] = [:]
+    var random: SeededRandom
+    var nextSendID: UInt64 = 1
+    var nextResolutionID: UInt64 = 1
+    var nextSweepAt: Nanoseconds = Int64.min
+    var totalIncomplete = 0
+    var totalInFlight = 0
+
+    public init(configuration: EngineConfiguration = EngineConfiguration()) {
+        self.configuration = configuration
+        self.random = SeededRandom(seed: configuration.randomSeed)
+        var profiles = [configuration.defaultMeaning]
+        for (type, profile) in configuration.meaningProfiles.sorted(by: { $0.key < $1.key }) {
+            profileIndexByType[type] = UInt16(profiles.count)
+            profiles.append(profile)
+        }
+        self.profiles = profiles
+    }
+
+    // MARK: Input
+
+    /// A decoded event read at `source`. Records the offset as incomplete, coalesces the event into its
+    /// target and may send at once.
+    public mutating func receive(_ event: ActivityEvent, from source: EventSource, now: Nanoseconds, into actions: inout [EngineAction]) {
+        let partitionSlot = assignSlot(source.partition)
+        guard partitions[Int(partitionSlot)]!.tracker.receive(source.offset) else { return }
+        totalIncomplete += 1
+        if partitions[Int(partitionSlot)]!.lane == nil { partitions[Int(partitionSlot)]!.lane = event.lane }
+        let digest = DedupeWindow.digest(target: event.target, id: event.id)
+        guard partitions[Int(partitionSlot)]!.dedupe.insert(digest) else {
+            return drop(source.offset, partitionSlot: partitionSlot, reason: .duplicateID, into: &actions)
+        }
+        guard let app = event.app ?? configuration.defaultApp else {
+            return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .missingApp,
+                              detail: "event has no app and no default app is configured", target: event.target, app: nil, into: &actions)
+        }
+        if event.kind == .start && event.lane == .broadcast {
+            return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .startOnBroadcast,
+                              detail: "start is not possible on a broadcast channel", target: event.target, app: app, into: &actions)
+        }
+        if event.kind == .start && event.token == nil {
+            return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .startWithoutToken,
+                              detail: "start needs the push-to-start token in `token`", target: event.target, app: app, into: &actions)
+        }
+        let slot = targetSlot(lane: event.lane, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
+        let index = Int(slot)
+        targets[index].lastEventAt = now
+        if targets[index].endAccepted {
+            return drop(source.offset, partitionSlot: partitionSlot, reason: .afterEnd, into: &actions)
+        }
+        if event.timestamp <= targets[index].latestAccepted {
+            return drop(source.offset, partitionSlot: partitionSlot, reason: .notNewer, into: &actions)
+        }
+        if event.kind == .start, let type = event.attributesType {
+            targets[index].profileIndex = profileIndexByType[type] ?? 0
+        }
+        if event.kind != .start, event.lane == .activity, let token = event.token {
+            tokens.register(key: event.target, token: token, app: app, environment: nil, at: event.timestamp,
+                            partition: source.partition.partition)
+        }
+        targets[index].latestAccepted = event.timestamp
+        if event.kind == .end { targets[index].endAccepted = true }
+        let summary = profiles[Int(targets[index].profileIndex)].summarize(event.contentFields)
+        let update = PendingUpdate(event: event, summary: summary, offset: source.offset)
+        if var existing = pending.removeValue(forKey: slot) {
+            switch existing.absorb(update) {
+            case .merged:
+                pending[slot] = existing
+            case .cancelled:
+                targets[index].ended = true
+                for offset in existing.offsets {
+                    drop(offset, partitionSlot: partitionSlot, reason: .endedBeforeStart, into: &actions)
+                }
+                return
+            }
+        } else {
+            pending[slot] = update
+        }
+        evaluate(slot, now: now, into: &actions)
+    }
+
+    /// The worker rejected the record at `source` (it dead-letters it itself). The offset stays
+    /// incomplete until `resolveRejected(_:)`.
+    public mutating func receiveRejected(_ source: EventSource) {
+        let partitionSlot = assignSlot(source.partition)
+        if partitions[Int(partitionSlot)]!.tracker.receive(source.offset) { totalIncomplete += 1 }
+    }
+
+    /// The dead letter for a rejected record was acknowledged by Kafka: its offset is done.
+    public mutating func resolveRejected(_ source: EventSource) {
+        guard let partitionSlot = partitionSlotByID[source.partition] else { return }
+        completeOffset(source.offset, partitionSlot: partitionSlot)
+    }
+
+    /// A dead letter or feedback record the engine asked for was acknowledged: its offsets are done.
+    public mutating func resolve(_ resolution: ResolutionID) {
+        guard let entry = resolutions.removeValue(forKey: resolution.rawValue) else { return }
+        for offset in entry.offsets { completeOffset(offset, partitionSlot: entry.partitionSlot) }
+    }
+
+    /// A registration from activity-tokens (or a rotation). Takes effect for the next send; wakes a
+    /// target waiting for a token.
+    public mutating func tokenRegistered(key: String, token: String, app: String?, environment: String?, at: Int64,
+                                         partition: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard tokens.register(key: key, token: token, app: app, environment: environment, at: at, partition: partition) else { return }
+        if let slot = slotByKey[TargetKey(lane: .activity, id: key)] { evaluate(slot, now: now, into: &actions) }
+    }
+
+    /// A tombstone on activity-tokens.
+    public mutating func tokenRemoved(key: String) { tokens.remove(key: key) }
+
+    /// Forgets token registrations read from activity-tokens partition `partition` (revoked).
+    public mutating func forgetTokens(partition: Int32) { tokens.removeAll(partition: partition) }
+
+    // MARK: Time
+
+    /// Runs every timer due at `now`: held minor updates, min_interval waits, backoffs, token waits,
+    /// app probes and the idle-target sweep.
+    public mutating func tick(now: Nanoseconds, into actions: inout [EngineAction]) {
+        while let top = heap.top, top.deadline <= now {
+            _ = heap.pop()
+            let index = Int(top.slot)
+            guard targets[index].live, targets[index].generation == top.generation else { continue }
+            targets[index].timerAt = .max
+            evaluate(top.slot, now: now, into: &actions)
+        }
+        probePausedApps(now: now, into: &actions)
+        if nextSweepAt == Int64.min {
+            nextSweepAt = now + configuration.sweepInterval
+        } else if now >= nextSweepAt {
+            sweep(now: now)
+            nextSweepAt = now + configuration.sweepInterval
+        }
+    }
+
+    /// When `tick` next has work, or nil when nothing is scheduled.
+    public mutating func nextDeadline() -> Nanoseconds? {
+        while let top = heap.top {
+            let index = Int(top.slot)
+            if targets[index].live && targets[index].generation == top.generation { break }
+            _ = heap.pop()
+        }
+        var deadline = heap.top?.deadline
+        for app in paused.values where app.probeSendID == 0 && !app.parked.isEmpty {
+            deadline = min(deadline ?? app.probeAt, app.probeAt)
+        }
+        if !slotByKey.isEmpty && nextSweepAt != Int64.min { deadline = min(deadline ?? nextSweepAt, nextSweepAt) }
+        return deadline
+    }
+}
+
+// MARK: - Convenience overloads returning arrays
+
+extension FanoutEngine {
+    public mutating func receive(_ event: ActivityEvent, from source: EventSource, now: Nanoseconds) -> [EngineAction] {
+        var actions: [EngineAction] = []
+        receive(event, from: source, now: now, into: &actions)
+        return actions
+    }
+
+    public mutating func complete(_ sendID: UInt64, outcome: SendOutcome, now: Nanoseconds) -> [EngineAction] {
+        var actions: [EngineAction] = []
+        complete(sendID, outcome: outcome, now: now, into: &actions)
+        return actions
+    }
+
+    public mutating func tick(now: Nanoseconds) -> [EngineAction] {
+        var actions: [EngineAction] = []
+        tick(now: now, into: &actions)
+        return actions
+    }
+
+    public mutating func tokenRegistered(key: String, token: String, app: String?, environment: String?, at: Int64,
+                                         partition: Int32, now: Nanoseconds) -> [EngineAction] {
+        var actions: [EngineAction] = []
+        tokenRegistered(key: key, token: token, app: app, environment: environment, at: at, partition: partition, now: now, into: &actions)
+        return actions
+    }
+}
