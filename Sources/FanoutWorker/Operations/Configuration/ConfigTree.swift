@@ -1,0 +1,177 @@
+import Foundation
+
+/// Where a configuration value came from; shown by `describe()` and in every error.
+public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {
+    case defaultValue
+    case file(path: String)
+    case environment(variable: String)
+
+    public var description: String {
+        switch self {
+        case .defaultValue: "default"
+        case .file(let path): "file \(path)"
+        case .environment(let variable): "env \(variable)"
+        }
+    }
+}
+
+/// The merged, untyped configuration: the JSON file with `FANOUT_*` variables laid over it.
+/// Typed reading and validation happen in `ConfigReader`.
+indirect enum ConfigNode {
+    case object([String: ConfigNode], ConfigSource)
+    case array([ConfigNode], ConfigSource)
+    case string(String, ConfigSource)
+    case number(Double, ConfigSource)
+    case bool(Bool, ConfigSource)
+    case null(ConfigSource)
+
+    var source: ConfigSource {
+        switch self {
+        case .object(_, let s), .array(_, let s), .string(_, let s), .number(_, let s), .bool(_, let s), .null(let s): s
+        }
+    }
+
+    /// The value as a person wrote it, for error messages.
+    var shown: String {
+        switch self {
+        case .object: "an object"
+        case .array: "a list"
+        case .string(let text, _): "\"\(text)\""
+        case .number(let n, _): n == n.rounded() && abs(n) < 1e15 ? String(Int64(n)) : String(n)
+        case .bool(let b, _): String(b)
+        case .null: "null"
+        }
+    }
+}
+
+/// Decodes any JSON document into a `ConfigNode` tree (JSONDecoder keeps Bool and numbers apart on Linux).
+struct ConfigJSON: Decodable {
+    var node: ConfigNode
+
+    init(from decoder: any Decoder) throws {
+        node = try Self.decode(decoder, source: decoder.userInfo[Self.sourceKey] as? ConfigSource ?? .defaultValue)
+    }
+
+    static let sourceKey = CodingUserInfoKey(rawValue: "fanout.config.source")!
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    private struct Element: Decodable {
+        var node: ConfigNode
+        init(from decoder: any Decoder) throws {
+            node = try ConfigJSON.decode(decoder, source: decoder.userInfo[ConfigJSON.sourceKey] as? ConfigSource ?? .defaultValue)
+        }
+    }
+
+    fileprivate static func decode(_ decoder: any Decoder, source: ConfigSource) throws -> ConfigNode {
+        if let container = try? decoder.container(keyedBy: AnyKey.self) {
+            var fields: [String: ConfigNode] = [:]
+            for key in container.allKeys {
+                fields[key.stringValue] = try container.decode(Element.self, forKey: key).node
+            }
+            return .object(fields, source)
+        }
+        if var container = try? decoder.unkeyedContainer() {
+            var items: [ConfigNode] = []
+            while !container.isAtEnd { items.append(try container.decode(Element.self).node) }
+            return .array(items, source)
+        }
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() { return .null(source) }
+        if let b = try? single.decode(Bool.self) { return .bool(b, source) }
+        if let n = try? single.decode(Double.self) { return .number(n, source) }
+        return .string(try single.decode(String.self), source)
+    }
+
+    static func parse(_ data: Data, source: ConfigSource) throws -> ConfigNode {
+        let decoder = JSONDecoder()
+        decoder.userInfo[sourceKey] = source
+        return try decoder.decode(ConfigJSON.self, from: data).node
+    }
+}
+
+/// Lays `FANOUT_*` environment variables over the file's tree. See `FanoutConfiguration` for the scheme.
+enum EnvironmentOverlay {
+    static let prefix = "FANOUT_"
+    /// Variables with the prefix that are not configuration knobs (read by the CLI itself).
+    static let reserved: Set<String> = ["FANOUT_CONFIG"]
+    /// Keys of `kafka` that Fanout owns; any other `FANOUT_KAFKA__*` name is a librdkafka property.
+    static let fanoutKafkaKeys: Set<String> = ["bootstrap_servers", "group_id", "topics", "commit_interval", "properties"]
+
+    static func apply(_ environment: [String: String], to root: inout ConfigNode, issues: inout [ConfigurationError.Issue]) {
+        for name in environment.keys.sorted() where name.hasPrefix(prefix) && !reserved.contains(name) {
+            let value = environment[name]!
+            let rest = name.dropFirst(prefix.count)
+            let segments = rest.components(separatedBy: "__").map { $0.lowercased() }
+            if segments.contains(where: \.isEmpty) {
+                issues.append(.init(key: name, message: "cannot map \(name) to a key: empty segment (use '__' only between keys, e.g. FANOUT_APNS__ACTIVITY__CONNECTIONS)", source: .environment(variable: name)))
+                continue
+            }
+            let source = ConfigSource.environment(variable: name)
+            var path = segments
+            var node: ConfigNode = .string(value, source)
+            if segments[0] == "kafka", segments.count >= 2,
+               !(segments[1] == "properties" && segments.count == 2),
+               segments[1] == "properties" || !fanoutKafkaKeys.contains(segments[1]) {
+                // librdkafka property: single '_' stands for '.', e.g. SASL_MECHANISM -> sasl.mechanism.
+                let nameParts = segments[1] == "properties" ? segments.dropFirst(2) : segments.dropFirst(1)
+                let property = nameParts.joined(separator: ".").replacingOccurrences(of: "_", with: ".")
+                path = ["kafka", "properties", property]
+            } else if let first = value.trimmingCharacters(in: .whitespaces).first, first == "{" || first == "[" {
+                do {
+                    node = try ConfigJSON.parse(Data(value.utf8), source: source)
+                } catch {
+                    issues.append(.init(key: segments.joined(separator: "."), message: "\(name) starts like JSON but is not valid JSON", source: source))
+                    continue
+                }
+            }
+            if let problem = set(node, at: path[...], in: &root, source: source) {
+                issues.append(.init(key: path.joined(separator: "."), message: problem, source: source))
+            }
+        }
+    }
+
+    /// Sets `node` at `path`, creating objects on the way; numeric segments index lists
+    /// (`FANOUT_APPS__0__KEY_PATH`), and the index one past the end appends.
+    private static func set(_ node: ConfigNode, at path: ArraySlice<String>, in tree: inout ConfigNode, source: ConfigSource) -> String? {
+        guard let head = path.first else {
+            if case .object(let new, _) = node, case .object(var old, let oldSource) = tree {
+                for (key, value) in new { old[key] = value }
+                tree = .object(old, oldSource)
+            } else {
+                tree = node
+            }
+            return nil
+        }
+        switch tree {
+        case .array(var items, let arraySource):
+            guard let index = Int(head) else { return "'\(head)' is not a list index (this key is a list; use FANOUT_…__0__…)" }
+            guard index <= items.count else { return "list index \(index) skips index \(items.count); indices must be contiguous from 0" }
+            var child: ConfigNode = index < items.count ? items[index] : .object([:], source)
+            if let problem = set(node, at: path.dropFirst(), in: &child, source: source) { return problem }
+            if index < items.count { items[index] = child } else { items.append(child) }
+            tree = .array(items, arraySource)
+            return nil
+        case .object(var fields, let objectSource):
+            var child: ConfigNode
+            if let existing = fields[head] {
+                child = existing
+            } else if Int(path.dropFirst().first ?? "") != nil {
+                child = .array([], source)
+            } else {
+                child = .object([:], source)
+            }
+            if let problem = set(node, at: path.dropFirst(), in: &child, source: source) { return problem }
+            fields[head] = child
+            tree = .object(fields, objectSource)
+            return nil
+        default:
+            return "cannot set a key below a value that is not an object"
+        }
+    }
+}

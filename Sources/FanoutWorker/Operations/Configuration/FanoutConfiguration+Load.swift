@@ -1,0 +1,269 @@
+import Foundation
+
+extension FanoutConfiguration {
+    /// Loads the JSON file at `path` (nil = no file, defaults only), lays the `FANOUT_*` variables of
+    /// `environment` over it (env wins), and validates every knob.
+    ///
+    /// Environment scheme: `FANOUT_` + key path in upper case with `__` between levels
+    /// (`FANOUT_APNS__ACTIVITY__CONNECTIONS=4`, `FANOUT_LOG_LEVEL=debug`); list elements by index
+    /// (`FANOUT_APPS__0__KEY_PATH=/keys/a.p8`); a value starting with `{` or `[` is JSON
+    /// (`FANOUT_APPS='[{…}]'`). `FANOUT_KAFKA__<NAME>` where NAME is not one of Fanout's kafka keys
+    /// is the librdkafka property with `_` read as `.` (`FANOUT_KAFKA__SASL_MECHANISM` → `sasl.mechanism`);
+    /// `FANOUT_KAFKA__PROPERTIES='{"name":"value"}'` sets properties verbatim. `FANOUT_CONFIG` is not a knob.
+    ///
+    /// - Throws: `ConfigurationError` listing every problem with its key, value and source.
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> FanoutConfiguration {
+        var root: ConfigNode = .object([:], .defaultValue)
+        var issues: [ConfigurationError.Issue] = []
+        if let path {
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConfigurationError(issues: [.init(key: "config file", message: "\(path) does not exist", source: nil)])
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(issues: [.init(key: "config file", message: "\(path) is not readable", source: nil)])
+            }
+            do {
+                root = try ConfigJSON.parse(data, source: .file(path: path))
+            } catch {
+                throw ConfigurationError(issues: [.init(key: "config file", message: "\(path) is not valid JSON: \(Self.describeJSONError(error))", source: nil)])
+            }
+            guard case .object = root else {
+                throw ConfigurationError(issues: [.init(key: "config file", message: "\(path) must hold a JSON object at the top level", source: nil)])
+            }
+        }
+        EnvironmentOverlay.apply(environment, to: &root, issues: &issues)
+
+        let context = ConfigReadContext()
+        context.issues = issues
+        let reader = ConfigReader(path: "", node: root, context: context)
+        let configuration = read(reader)
+        reader.finish()
+        guard context.issues.isEmpty else { throw ConfigurationError(issues: context.issues) }
+        var result = configuration
+        result.knobs = context.knobs
+        return result
+    }
+
+    private static func describeJSONError(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            if let underlying = context.underlyingError { return "\(underlying)" }
+            return context.debugDescription
+        }
+        return "\(error)"
+    }
+
+    // MARK: Sections
+
+    private static func read(_ root: ConfigReader) -> FanoutConfiguration {
+        let kafka = readKafka(root.child("kafka"))
+        let apps = readApps(root)
+        let apns = readAPNs(root.child("apns"))
+        let engine = readEngine(root.child("engine"))
+        let backpressure = readBackpressure(root.child("backpressure"))
+        let shutdownTimeout = root.duration("shutdown_timeout", default: .seconds(20), range: .seconds(1)...(.seconds(600)))
+        let admin = readAdmin(root.child("admin"))
+        let logLevel = root.choice("log_level", default: LogLevel.info)
+        return FanoutConfiguration(kafka: kafka, apps: apps, apns: apns, engine: engine, backpressure: backpressure,
+                                   shutdownTimeout: shutdownTimeout, admin: admin, logLevel: logLevel, knobs: [])
+    }
+
+    /// Properties Fanout sets itself; passing them through would break its guarantees or hide a knob.
+    static let ownedKafkaProperties: [String: String] = [
+        "bootstrap.servers": "use kafka.bootstrap_servers",
+        "metadata.broker.list": "use kafka.bootstrap_servers",
+        "group.id": "use kafka.group_id",
+        "enable.auto.commit": "Fanout commits only after APNs acknowledged (DESIGN §4); it must stay false",
+        "enable.auto.offset.store": "Fanout stores offsets itself after acknowledgement; it must stay false",
+    ]
+
+    static func isSecretProperty(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["password", "secret", "key.pem", "oauthbearer.config", "jaas", "ssl_key"].contains { lowered.contains($0) }
+    }
+
+    private static func readKafka(_ r: ConfigReader) -> Kafka {
+        let bootstrap = r.string("bootstrap_servers", default: "localhost:9092")
+        let group = r.string("group_id", default: "fanout")
+        let t = r.child("topics")
+        let topics = Topics(
+            activityUpdates: t.string("activity_updates", default: "activity-updates"),
+            broadcastUpdates: t.string("broadcast_updates", default: "broadcast-updates"),
+            activityTokens: t.string("activity_tokens", default: "activity-tokens"),
+            activityTokenFeedback: t.string("activity_token_feedback", default: "activity-token-feedback"),
+            dlqSuffix: t.string("dlq_suffix", default: "-dlq"))
+        t.finish()
+        let names = [topics.activityUpdates, topics.broadcastUpdates, topics.activityTokens, topics.activityTokenFeedback]
+        if Set(names).count != names.count {
+            r.context.issue(t.path, "topic names must be distinct, got \(names.joined(separator: ", "))", nil)
+        }
+        let commit = r.duration("commit_interval", default: .seconds(1), range: .milliseconds(100)...(.seconds(60)))
+
+        var properties: [String: String] = [:]
+        for (name, node) in r.entries("properties") {
+            let key = "\(r.key("properties")).\(name)"
+            if let why = ownedKafkaProperties[name] {
+                r.context.issue(key, "is set by Fanout: \(why)", node.source)
+                continue
+            }
+            let value: String
+            switch node {
+            case .string(let text, _): value = text
+            case .number, .bool: value = node.shown
+            default:
+                r.context.issue(key, "librdkafka properties are strings, numbers or booleans; got \(node.shown)", node.source)
+                continue
+            }
+            properties[name] = value
+            r.context.knobs.append(ConfigKnob(key: key, value: isSecretProperty(name) ? "<redacted>" : value, source: node.source))
+        }
+        r.finish()
+        return Kafka(bootstrapServers: bootstrap, groupID: group, topics: topics, commitInterval: commit, properties: properties)
+    }
+
+    private static func readApps(_ root: ConfigReader) -> [App] {
+        guard let readers = root.objectList("apps"), !readers.isEmpty else {
+            root.context.issue("apps", "at least one app is required: [{\"bundle_id\", \"team_id\", \"key_id\", \"key_path\"}] (or FANOUT_APPS__0__BUNDLE_ID=… etc.)", nil)
+            return []
+        }
+        var apps: [App] = []
+        var seen: Set<String> = []
+        for r in readers {
+            let bundle = r.requiredString("bundle_id", what: "the app's bundle id, e.g. com.example.exports") ?? ""
+            if !bundle.isEmpty && !bundle.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }) {
+                r.context.issue(r.key("bundle_id"), "\"\(bundle)\" is not a bundle id (letters, digits, '.', '-')", nil)
+            }
+            if !bundle.isEmpty && !seen.insert(bundle).inserted {
+                r.context.issue(r.key("bundle_id"), "\"\(bundle)\" is configured twice", nil)
+            }
+            let team = r.requiredString("team_id", what: "10-character Apple Team ID") ?? ""
+            if !team.isEmpty && !isAppleID(team) { r.context.issue(r.key("team_id"), "\"\(team)\" is not a 10-character Team ID (A–Z, 0–9)", nil) }
+            let keyID = r.requiredString("key_id", what: "10-character Key ID of the .p8 key") ?? ""
+            if !keyID.isEmpty && !isAppleID(keyID) { r.context.issue(r.key("key_id"), "\"\(keyID)\" is not a 10-character Key ID (A–Z, 0–9)", nil) }
+            let keyPath = r.requiredString("key_path", what: "path of the AuthKey_<KEYID>.p8 file") ?? ""
+            if !keyPath.isEmpty { checkReadableFile(keyPath, key: r.key("key_path"), what: "signing key", context: r.context) }
+            let environment = r.choice("environment", default: APNsEnvironment.production)
+            let frequent = r.bool("frequent_updates", default: false)
+            var attributes: [String: AttributesSettings] = [:]
+            let attributesReader = r.child("attributes")
+            for type in attributesReader.fieldNames {
+                let a = attributesReader.child(type)
+                let fields = a.has("progress_fields") ? a.stringList("progress_fields", default: []) : nil
+                let stale: Duration? = a.has("stale_after") ? a.duration("stale_after", default: .seconds(900), range: .seconds(1)...(.seconds(8 * 3600))) : nil
+                a.finish()
+                attributes[type] = AttributesSettings(progressFields: fields, staleAfter: stale)
+            }
+            attributesReader.finish()
+            r.finish()
+            apps.append(App(bundleID: bundle, teamID: team, keyID: keyID, keyPath: keyPath, environment: environment,
+                            frequentUpdates: frequent, attributes: attributes))
+        }
+        return apps
+    }
+
+    static func isAppleID(_ text: String) -> Bool {
+        text.count == 10 && text.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
+    }
+
+    static func checkReadableFile(_ path: String, key: String, what: String, context: ConfigReadContext) {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            context.issue(key, "\(what) file \(path) does not exist", nil)
+        } else if isDirectory.boolValue {
+            context.issue(key, "\(path) is a directory, expected the \(what) file", nil)
+        } else if !FileManager.default.isReadableFile(atPath: path) {
+            context.issue(key, "\(what) file \(path) is not readable by this process", nil)
+        }
+    }
+
+    private static func readAPNs(_ r: ConfigReader) -> APNs {
+        let base = r.optionalString("base_url")
+        if let base { checkURL(base, key: r.key("base_url"), context: r.context) }
+        let management = r.optionalString("management_base_url")
+        if let management { checkURL(management, key: r.key("management_base_url"), context: r.context) }
+        let ca = r.optionalString("ca_file")
+        if let ca { checkReadableFile(ca, key: r.key("ca_file"), what: "CA", context: r.context) }
+        let port = r.int("port", default: 443, range: 1...65535)
+        if port != 443 && port != 2197 {
+            r.context.issue(r.key("port"), "\(port) is not an APNs port; allowed 443 or 2197 (for a simulator set apns.base_url)", nil)
+        }
+        let timeout = r.duration("request_timeout", default: .seconds(10), range: .seconds(1)...(.seconds(120)))
+        let refresh = r.duration("jwt_refresh_interval", default: .seconds(50 * 60), range: .seconds(20 * 60)...(.seconds(60 * 60)),
+                                 why: " (Apple: refresh no more than once every 20 minutes and at least once every 60)")
+        let activity = readLane(r.child("activity"), connections: 2, maxInFlight: 1000, maxQueued: 10_000)
+        let broadcast = readLane(r.child("broadcast"), connections: 1, maxInFlight: 200, maxQueued: 2000)
+        r.finish()
+        return APNs(baseURL: base, managementBaseURL: management, caFile: ca, port: port, requestTimeout: timeout,
+                    jwtRefreshInterval: refresh, activity: activity, broadcast: broadcast)
+    }
+
+    private static func checkURL(_ text: String, key: String, context: ConfigReadContext) {
+        guard let url = URL(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
+            context.issue(key, "\"\(text)\" is not an https URL like https://127.0.0.1:8443", nil)
+            return
+        }
+    }
+
+    private static func readLane(_ r: ConfigReader, connections: Int, maxInFlight: Int, maxQueued: Int) -> APNsLane {
+        let lane = APNsLane(connections: r.int("connections", default: connections, range: 1...64),
+                            maxInFlight: r.int("max_in_flight", default: maxInFlight, range: 1...100_000),
+                            maxQueued: r.int("max_queued", default: maxQueued, range: 0...1_000_000))
+        r.finish()
+        return lane
+    }
+
+    private static func readBudget(_ r: ConfigReader, minInterval: Duration, perHour: Int, burst: Int) -> Budget {
+        let budget = Budget(minInterval: r.duration("min_interval", default: minInterval, range: .milliseconds(100)...(.seconds(3600))),
+                            priority10PerHour: r.int("priority10_per_hour", default: perHour, range: 0...3600),
+                            priority10Burst: r.int("priority10_burst", default: burst, range: 0...1000))
+        return budget
+    }
+
+    private static func readEngine(_ r: ConfigReader) -> Engine {
+        let standard = readBudget(r, minInterval: .seconds(1), perHour: 12, burst: 4)
+        let frequentReader = r.child("frequent")
+        let frequent = readBudget(frequentReader, minInterval: .seconds(1), perHour: 60, burst: 8)
+        frequentReader.finish()
+        let broadcastReader = r.child("broadcast")
+        let broadcast = readBudget(broadcastReader, minInterval: .seconds(1), perHour: 60, burst: 8)
+        broadcastReader.finish()
+        let p = r.child("push_to_start")
+        let pushToStart = PushToStartBudget(perHour: p.int("per_hour", default: 10, range: 0...3600),
+                                            burst: p.int("burst", default: 5, range: 0...100))
+        p.finish()
+        let maxQuiet = r.duration("max_quiet", default: .seconds(30), range: .seconds(1)...(.seconds(3600)))
+        let delta = r.double("min_progress_delta", default: 0.05, range: 0...1e12)
+        var progress: [String: [String]] = [:]
+        let progressReader = r.child("progress_fields")
+        for type in progressReader.fieldNames {
+            progress[type] = progressReader.stringList(type, default: [])
+        }
+        progressReader.finish()
+        let stale = r.duration("default_stale_after", default: .seconds(15 * 60), range: .seconds(1)...(.seconds(8 * 3600)))
+        let tokenWait = r.duration("token_wait", default: .seconds(30), range: .zero...(.seconds(3600)))
+        let dedupe = r.int("dedupe_window", default: 64, range: 1...100_000)
+        let maxEvent = r.int("max_event_bytes", default: 65_536, range: 1024...(16 * 1024 * 1024), unit: " bytes")
+        r.finish()
+        return Engine(standard: standard, frequent: frequent, broadcast: broadcast, pushToStart: pushToStart,
+                      maxQuiet: maxQuiet, minProgressDelta: delta, progressFields: progress, defaultStaleAfter: stale,
+                      tokenWait: tokenWait, dedupeWindow: dedupe, maxEventBytes: maxEvent)
+    }
+
+    private static func readBackpressure(_ r: ConfigReader) -> Backpressure {
+        let b = Backpressure(maxPendingPerPartition: r.int("max_pending_per_partition", default: 10_000, range: 1...10_000_000),
+                             maxInFlight: r.int("max_in_flight", default: 2000, range: 1...1_000_000),
+                             maxPendingTargets: r.int("max_pending_targets", default: 200_000, range: 1...100_000_000),
+                             resumeRatio: r.double("resume_ratio", default: 0.5, range: 0.05...0.95))
+        r.finish()
+        return b
+    }
+
+    private static func readAdmin(_ r: ConfigReader) -> Admin {
+        let a = Admin(host: r.string("host", default: "127.0.0.1"),
+                      port: r.int("port", default: 9180, range: 0...65535),
+                      maxConnections: r.int("max_connections", default: 16, range: 1...1024),
+                      readTimeout: r.duration("read_timeout", default: .seconds(5), range: .milliseconds(100)...(.seconds(300))),
+                      maxRequestBytes: r.int("max_request_bytes", default: 8192, range: 512...(1024 * 1024), unit: " bytes"))
+        r.finish()
+        return a
+    }
+}

@@ -1,0 +1,159 @@
+/// Every knob of `fanout run`, typed and validated. Built by `FanoutConfiguration.load(path:environment:)`.
+///
+/// Defaults are those of DESIGN.md. Value semantics: pass it around freely; it never changes after load.
+public struct FanoutConfiguration: Sendable, Equatable {
+    public var kafka: Kafka
+    public var apps: [App]
+    public var apns: APNs
+    public var engine: Engine
+    public var backpressure: Backpressure
+    /// On SIGTERM/SIGINT: how long to drain in-flight sends before the final commit.
+    public var shutdownTimeout: Duration
+    public var admin: Admin
+    public var logLevel: LogLevel
+    /// Every knob with its value and source, in reading order (for `describe()`).
+    public var knobs: [ConfigKnob]
+
+    public struct Kafka: Sendable, Equatable {
+        public var bootstrapServers: String
+        public var groupID: String
+        public var topics: Topics
+        /// How often done offsets are committed (also on revoke and shutdown).
+        public var commitInterval: Duration
+        /// librdkafka properties passed through verbatim (`kafka.properties.*`), e.g. `sasl.mechanism`.
+        public var properties: [String: String]
+    }
+
+    public struct Topics: Sendable, Equatable {
+        public var activityUpdates: String
+        public var broadcastUpdates: String
+        public var activityTokens: String
+        public var activityTokenFeedback: String
+        /// Appended to a source topic's name to get its dead-letter topic.
+        public var dlqSuffix: String
+
+        public func deadLetterTopic(for topic: String) -> String { topic + dlqSuffix }
+    }
+
+    public enum APNsEnvironment: String, Sendable, Equatable, CaseIterable {
+        case production, sandbox
+    }
+
+    public struct App: Sendable, Equatable {
+        public var bundleID: String
+        public var teamID: String
+        public var keyID: String
+        /// Path of the `.p8` signing key (checked to exist and be readable at load).
+        public var keyPath: String
+        public var environment: APNsEnvironment
+        /// The app declares `NSSupportsLiveActivitiesFrequentUpdates`: use `engine.frequent` budgets.
+        public var frequentUpdates: Bool
+        /// Per attributes type overrides, keyed by the Swift type name (e.g. `ExportAttributes`).
+        public var attributes: [String: AttributesSettings]
+    }
+
+    public struct AttributesSettings: Sendable, Equatable {
+        /// content_state fields whose change alone is a minor update; nil = use `engine.progress_fields`.
+        public var progressFields: [String]?
+        /// nil = use `engine.default_stale_after`.
+        public var staleAfter: Duration?
+    }
+
+    public struct APNs: Sendable, Equatable {
+        /// Custom base URL (the simulator), e.g. `https://127.0.0.1:8443`; nil = Apple's host per environment.
+        public var baseURL: String?
+        /// Custom base URL for channel management; nil = Apple's management host per environment.
+        public var managementBaseURL: String?
+        /// Extra CA bundle to trust (the simulator's); TLS verification is never turned off.
+        public var caFile: String?
+        /// 443 or 2197, for Apple's hosts (ignored when `baseURL` is set: it carries its own port).
+        public var port: Int
+        public var requestTimeout: Duration
+        /// Age at which the shared ES256 JWT is replaced; Apple requires 20…60 minutes.
+        public var jwtRefreshInterval: Duration
+        public var activity: APNsLane
+        public var broadcast: APNsLane
+    }
+
+    public struct APNsLane: Sendable, Equatable {
+        /// Long-lived HTTP/2 connections per environment for this lane.
+        public var connections: Int
+        /// Streams in flight across this lane's connections (also capped by the server's limit).
+        public var maxInFlight: Int
+        /// Sends waiting for a stream; beyond it the lane pushes back.
+        public var maxQueued: Int
+    }
+
+    /// One per-target send budget: spacing plus a priority-10 token bucket.
+    public struct Budget: Sendable, Equatable {
+        public var minInterval: Duration
+        public var priority10PerHour: Int
+        public var priority10Burst: Int
+    }
+
+    public struct PushToStartBudget: Sendable, Equatable {
+        public var perHour: Int
+        public var burst: Int
+    }
+
+    public struct Engine: Sendable, Equatable {
+        /// Per-activity lane, apps without frequent updates.
+        public var standard: Budget
+        /// Per-activity lane, apps with `frequent_updates: true`.
+        public var frequent: Budget
+        /// Broadcast lane, per channel.
+        public var broadcast: Budget
+        /// Per push-to-start token.
+        public var pushToStart: PushToStartBudget
+        public var maxQuiet: Duration
+        /// Absolute change of a progress field's number that makes a minor update worth sending.
+        public var minProgressDelta: Double
+        /// content_state progress fields per attributes type (`*` = any type).
+        public var progressFields: [String: [String]]
+        public var defaultStaleAfter: Duration
+        public var tokenWait: Duration
+        /// Recent event ids remembered per target to drop duplicates.
+        public var dedupeWindow: Int
+        public var maxEventBytes: Int
+    }
+
+    public struct Backpressure: Sendable, Equatable {
+        /// Events read from one partition and not yet done; past it the partition is paused.
+        public var maxPendingPerPartition: Int
+        /// Sends in flight across the process (both lanes); past it intake pauses.
+        public var maxInFlight: Int
+        /// Targets with pending or in-flight state across the process.
+        public var maxPendingTargets: Int
+        /// Paused partitions resume when their load falls below this fraction of the bound.
+        public var resumeRatio: Double
+    }
+
+    public struct Admin: Sendable, Equatable {
+        public var host: String
+        /// 0 = any free port (the server reports the bound one).
+        public var port: Int
+        public var maxConnections: Int
+        public var readTimeout: Duration
+        public var maxRequestBytes: Int
+    }
+
+    /// The budget for a target of `app` on `lane`-style use: broadcast, frequent or standard.
+    public func budget(for app: App?, broadcast: Bool) -> Budget {
+        if broadcast { return engine.broadcast }
+        return app?.frequentUpdates == true ? engine.frequent : engine.standard
+    }
+
+    /// Progress fields for an attributes type: the app's override, else the engine's map, else `*`.
+    public func progressFields(app: App?, attributesType: String?) -> [String] {
+        if let type = attributesType, let fields = app?.attributes[type]?.progressFields { return fields }
+        if let type = attributesType, let fields = engine.progressFields[type] { return fields }
+        return engine.progressFields["*"] ?? []
+    }
+
+    public func staleAfter(app: App?, attributesType: String?) -> Duration {
+        if let type = attributesType, let stale = app?.attributes[type]?.staleAfter { return stale }
+        return engine.defaultStaleAfter
+    }
+
+    public func app(bundleID: String) -> App? { apps.first { $0.bundleID == bundleID } }
+}

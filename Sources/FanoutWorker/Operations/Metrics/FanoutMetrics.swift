@@ -1,0 +1,105 @@
+/// Every metric the worker exports, registered once at startup. Label values are small closed sets
+/// (lane, topic, app bundle id, APNs reason, decision) — never a token, activity key or event id.
+///
+/// Resolve handles once where the labels are known (`sends.labels("activity", "10", "delivered")`)
+/// and keep them; updating a handle is a single atomic operation.
+public final class FanoutMetrics: Sendable {
+    public let registry: MetricsRegistry
+
+    /// Kafka records read. Labels: topic.
+    public let eventsConsumed: CounterFamily
+    /// What became of each consumed event. Labels: lane, decision (see `Decision`).
+    public let eventDecisions: CounterFamily
+    /// Events written to a dead-letter topic. Labels: topic (the source), reason (`fanout-error` code).
+    public let deadLetters: CounterFamily
+    /// APNs sends by result. Labels: lane, priority ("5"|"10"), outcome (see `SendResult`).
+    public let sends: CounterFamily
+    /// Non-200 APNs responses. Labels: lane, status, reason (APNs reason string or transport error).
+    public let apnsErrors: CounterFamily
+    /// Request start to response, seconds. Labels: lane.
+    public let apnsLatency: HistogramFamily
+    /// Streams in flight. Labels: lane.
+    public let apnsInFlight: GaugeFamily
+    /// Sends waiting for a stream. Labels: lane.
+    public let apnsQueued: GaugeFamily
+    /// Open HTTP/2 connections. Labels: lane.
+    public let apnsConnections: GaugeFamily
+    /// Sends made at priority 5 because the target's priority-10 budget was empty. Labels: lane.
+    public let budgetDowngrades: CounterFamily
+    /// Targets with a pending update or a send in flight. Labels: lane.
+    public let pendingTargets: GaugeFamily
+    /// Partitions paused by backpressure. Labels: topic.
+    public let pausedPartitions: GaugeFamily
+    /// High watermark minus committed offset. Labels: topic, partition.
+    public let consumerLag: GaugeFamily
+    /// Offset commits. Labels: result ("ok"|"failed").
+    public let commits: CounterFamily
+    /// Partition assignment changes. Labels: kind ("assigned"|"revoked"|"lost").
+    public let rebalances: CounterFamily
+    /// Activity keys with a known token.
+    public let tokenRegistrySize: GaugeFamily
+    /// Records produced to activity-token-feedback. Labels: app, reason.
+    public let feedbackRecords: CounterFamily
+    /// APNs configuration errors (bad key, topic, …). Labels: app, reason.
+    public let appConfigErrors: CounterFamily
+    /// 1 while sending for the app is stopped by a configuration error, else 0. Labels: app.
+    public let appBlocked: GaugeFamily
+    /// JWTs minted. Labels: app.
+    public let jwtRefreshes: CounterFamily
+
+    /// Values of the `decision` label of `eventDecisions`.
+    public enum Decision: String, Sendable, CaseIterable {
+        case sent, coalesced, duplicate, stale
+        case afterEnd = "after_end"
+        case deadLettered = "dead_lettered"
+        case tokenGone = "token_gone"
+        case noToken = "no_token"
+    }
+
+    /// Values of the `outcome` label of `sends` (one per `SendOutcome` case).
+    public enum SendResult: String, Sendable, CaseIterable {
+        case delivered
+        case tokenGone = "token_gone"
+        case retry
+        case refreshAuth = "refresh_auth"
+        case badPayload = "bad_payload"
+        case configError = "config_error"
+    }
+
+    /// Upper bounds for `fanout_apns_latency_seconds`.
+    public static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+    public init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        eventsConsumed = registry.counter("fanout_events_consumed_total", help: "Kafka records read, by topic.", labels: ["topic"])
+        eventDecisions = registry.counter("fanout_event_decisions_total",
+                                          help: "What became of consumed events: sent, coalesced, duplicate, stale, after_end, dead_lettered, token_gone, no_token.",
+                                          labels: ["lane", "decision"])
+        deadLetters = registry.counter("fanout_dead_letters_total", help: "Events written to a dead-letter topic, by source topic and reason code.",
+                                       labels: ["topic", "reason"])
+        sends = registry.counter("fanout_apns_sends_total", help: "APNs sends by lane, priority and outcome.", labels: ["lane", "priority", "outcome"])
+        apnsErrors = registry.counter("fanout_apns_errors_total", help: "Non-200 APNs responses and transport failures, by lane, status and reason.",
+                                      labels: ["lane", "status", "reason"])
+        apnsLatency = registry.histogram("fanout_apns_latency_seconds", help: "APNs request latency from send to response, by lane.",
+                                         labels: ["lane"], buckets: Self.latencyBuckets)
+        apnsInFlight = registry.gauge("fanout_apns_in_flight", help: "APNs streams in flight, by lane.", labels: ["lane"])
+        apnsQueued = registry.gauge("fanout_apns_queued", help: "Sends waiting for an APNs stream, by lane.", labels: ["lane"])
+        apnsConnections = registry.gauge("fanout_apns_connections", help: "Open HTTP/2 connections to APNs, by lane.", labels: ["lane"])
+        budgetDowngrades = registry.counter("fanout_budget_downgrades_total",
+                                            help: "Sends made at priority 5 because the target's priority-10 budget was empty.", labels: ["lane"])
+        pendingTargets = registry.gauge("fanout_pending_targets", help: "Targets with a pending update or a send in flight, by lane.", labels: ["lane"])
+        pausedPartitions = registry.gauge("fanout_paused_partitions", help: "Partitions paused by backpressure, by topic.", labels: ["topic"])
+        consumerLag = registry.gauge("fanout_consumer_lag", help: "High watermark minus committed offset, by topic and partition.",
+                                     labels: ["topic", "partition"])
+        commits = registry.counter("fanout_offset_commits_total", help: "Offset commits, by result.", labels: ["result"])
+        rebalances = registry.counter("fanout_rebalances_total", help: "Partition assignment changes, by kind.", labels: ["kind"])
+        tokenRegistrySize = registry.gauge("fanout_token_registry_size", help: "Activity keys with a known push token.")
+        feedbackRecords = registry.counter("fanout_token_feedback_records_total",
+                                           help: "Records produced to the token feedback topic, by app and APNs reason.", labels: ["app", "reason"])
+        appConfigErrors = registry.counter("fanout_app_config_errors_total",
+                                           help: "APNs configuration errors (key, topic, environment), by app and reason.", labels: ["app", "reason"])
+        appBlocked = registry.gauge("fanout_app_blocked", help: "1 while sending for the app is stopped by a configuration error.", labels: ["app"])
+        jwtRefreshes = registry.counter("fanout_jwt_refreshes_total", help: "Provider JWTs minted, by app.", labels: ["app"])
+        _ = tokenRegistrySize.labels()  // unlabeled: exported as 0 from the start
+    }
+}

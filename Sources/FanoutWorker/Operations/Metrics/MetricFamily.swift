@@ -1,0 +1,51 @@
+import Synchronization
+
+public enum MetricKind: String, Sendable {
+    case counter, gauge, histogram
+}
+
+/// One metric name with its label names; each distinct set of label values is a child metric.
+///
+/// Resolve a child once with `labels(…)` and keep the handle: updating it is lock-free. `labels(…)`
+/// itself takes a lock and may allocate on first use of a label set, so keep it off per-event paths
+/// when the label set is known in advance.
+public final class MetricFamily<Metric: Sendable>: Sendable {
+    public let name: String
+    public let help: String
+    public let kind: MetricKind
+    public let labelNames: [String]
+    private let make: @Sendable () -> Metric
+    private let children = Mutex<[[String]: Metric]>([:])
+
+    init(name: String, help: String, kind: MetricKind, labelNames: [String], make: @escaping @Sendable () -> Metric) {
+        self.name = name
+        self.help = help
+        self.kind = kind
+        self.labelNames = labelNames
+        self.make = make
+    }
+
+    /// The child for these label values, in the order of `labelNames`.
+    public func labels(_ values: String...) -> Metric { labels(values) }
+
+    public func labels(_ values: [String]) -> Metric {
+        precondition(values.count == labelNames.count,
+                     "metric \(name) takes labels \(labelNames), got \(values.count) values")
+        return children.withLock { children in
+            if let existing = children[values] { return existing }
+            let metric = make()
+            children[values] = metric
+            return metric
+        }
+    }
+
+    /// Children sorted by label values, for stable output.
+    func snapshot() -> [([String], Metric)] {
+        children.withLock { children in children.map { ($0.key, $0.value) } }
+            .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+    }
+}
+
+public typealias CounterFamily = MetricFamily<Counter>
+public typealias GaugeFamily = MetricFamily<Gauge>
+public typealias HistogramFamily = MetricFamily<Histogram>
