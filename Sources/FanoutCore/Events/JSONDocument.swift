@@ -129,7 +129,9 @@ struct JSONDocument: Sendable {
     /// The numeric value of the number at `index` (finite: the reader rejected anything else).
     func double(_ index: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Double {
         let node = nodes[index]
-        if node.flag, let integer = integer(index, in: bytes), integer.magnitude < (1 << 53) { return Double(integer) }
+        if node.flag, let integer = integer(index, in: bytes), integer.magnitude < (1 << 53) {
+            return integer == 0 && bytes[Int(node.start)] == UInt8(ascii: "-") ? -0.0 : Double(integer)
+        }
         return Self.parseDouble(UnsafeBufferPointer(rebasing: bytes[node.range])) ?? .nan
     }
 
