@@ -5,6 +5,7 @@ public enum Fanout {
     /// Every subcommand, in the order `fanout --help` lists them.
     /// Each command lives in its own file under `Sources/FanoutCLI/Commands/`.
     static let commands: [any Command.Type] = [
+        ValidateCommand.self,
     ]
 
     public static func main(_ argv: [String] = CommandLine.arguments) async -> Int32 {
