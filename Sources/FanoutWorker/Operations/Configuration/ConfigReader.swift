@@ -234,7 +234,8 @@ final class ConfigReader {
                 }
                 values.append(text)
             }
-        case .string(let text, _):
+        case .string(let text, .environment):
+            // Environment variables may list values comma-separated: FANOUT_…=a,b
             values = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         default:
             context.issue(key(name), "expected a list of strings, got \(node.shown)", node.source)

@@ -1,0 +1,350 @@
+import Foundation
+import Testing
+@testable import FanoutWorker
+
+/// A temporary directory with a fake key file and helpers to write a config file into it.
+final class ConfigFixture {
+    let directory: URL
+    let keyPath: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        keyPath = directory.appendingPathComponent("AuthKey_ABCDE12345.p8").path
+        try Data("-----BEGIN PRIVATE KEY-----\n-----END PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: keyPath))
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    var appJSON: String {
+        #"{"bundle_id": "com.example.exports", "team_id": "TEAM123456", "key_id": "ABCDE12345", "key_path": "\#(keyPath)"}"#
+    }
+
+    func write(_ json: String) throws -> String {
+        let path = directory.appendingPathComponent("fanout-\(UUID().uuidString).json").path
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// A file with one valid app plus `extra` top-level members (JSON text without braces).
+    func file(_ extra: String = "") throws -> String {
+        try write("{\"apps\": [\(appJSON)]" + (extra.isEmpty ? "" : ", " + extra) + "}")
+    }
+}
+
+func loadError(_ path: String?, _ environment: [String: String] = [:]) -> ConfigurationError? {
+    do {
+        _ = try FanoutConfiguration.load(path: path, environment: environment)
+        return nil
+    } catch let error as ConfigurationError {
+        return error
+    } catch {
+        Issue.record("unexpected error type: \(error)")
+        return nil
+    }
+}
+
+@Suite struct ConfigurationTests {
+    @Test func defaultsMatchDesign() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: try fixture.file(), environment: [:])
+        #expect(config.kafka.groupID == "fanout")
+        #expect(config.kafka.topics.activityUpdates == "activity-updates")
+        #expect(config.kafka.topics.broadcastUpdates == "broadcast-updates")
+        #expect(config.kafka.topics.activityTokens == "activity-tokens")
+        #expect(config.kafka.topics.activityTokenFeedback == "activity-token-feedback")
+        #expect(config.kafka.topics.deadLetterTopic(for: "activity-updates") == "activity-updates-dlq")
+        #expect(config.engine.standard.minInterval == .seconds(1))
+        #expect(config.engine.standard.priority10PerHour == 12)
+        #expect(config.engine.standard.priority10Burst == 4)
+        #expect(config.engine.maxQuiet == .seconds(30))
+        #expect(config.engine.defaultStaleAfter == .seconds(15 * 60))
+        #expect(config.engine.tokenWait == .seconds(30))
+        #expect(config.engine.maxEventBytes == 65_536)
+        #expect(config.apns.jwtRefreshInterval == .seconds(50 * 60))
+        #expect(config.apns.port == 443)
+        #expect(config.apns.baseURL == nil)
+        #expect(config.shutdownTimeout == .seconds(20))
+        #expect(config.logLevel == .info)
+        #expect(config.apps.count == 1)
+        #expect(config.apps[0].environment == .production)
+        #expect(config.apps[0].frequentUpdates == false)
+        #expect(config.kafka.properties.isEmpty)
+    }
+
+    @Test func environmentOverridesFile() throws {
+        let fixture = try ConfigFixture()
+        let path = try fixture.file(#""apns": {"activity": {"connections": 3}, "port": 2197}, "log_level": "warning""#)
+        let config = try FanoutConfiguration.load(path: path, environment: [
+            "FANOUT_APNS__ACTIVITY__CONNECTIONS": "5",
+            "FANOUT_LOG_LEVEL": "debug",
+            "FANOUT_APPS__0__ENVIRONMENT": "sandbox",
+            "FANOUT_ENGINE__MIN_INTERVAL": "2s",
+            "FANOUT_CONFIG": "/ignored/not/a/knob.json",
+            "HOME": "/root",
+        ])
+        #expect(config.apns.activity.connections == 5)
+        #expect(config.apns.port == 2197)  // from the file, no env override
+        #expect(config.logLevel == .debug)
+        #expect(config.apps[0].environment == .sandbox)
+        #expect(config.engine.standard.minInterval == .seconds(2))
+        let knob = try #require(config.knobs.first { $0.key == "apns.activity.connections" })
+        #expect(knob.source == .environment(variable: "FANOUT_APNS__ACTIVITY__CONNECTIONS"))
+        #expect(config.knobs.first { $0.key == "apns.port" }?.source == .file(path: path))
+        #expect(config.knobs.first { $0.key == "apns.request_timeout" }?.source == .defaultValue)
+    }
+
+    @Test func appsFromEnvironmentOnly() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: nil, environment: [
+            "FANOUT_APPS__0__BUNDLE_ID": "com.example.a",
+            "FANOUT_APPS__0__TEAM_ID": "TEAM123456",
+            "FANOUT_APPS__0__KEY_ID": "ABCDE12345",
+            "FANOUT_APPS__0__KEY_PATH": fixture.keyPath,
+            "FANOUT_APPS__1": #"{"bundle_id":"com.example.b","team_id":"TEAM123456","key_id":"ABCDE12345","key_path":"\#(fixture.keyPath)","frequent_updates":true}"#,
+        ])
+        #expect(config.apps.map(\.bundleID) == ["com.example.a", "com.example.b"])
+        #expect(config.apps[1].frequentUpdates)
+        #expect(config.budget(for: config.apps[1], broadcast: false) == config.engine.frequent)
+        #expect(config.budget(for: config.apps[0], broadcast: false) == config.engine.standard)
+        #expect(config.budget(for: config.apps[0], broadcast: true) == config.engine.broadcast)
+    }
+
+    @Test func kafkaPropertiesPassThrough() throws {
+        let fixture = try ConfigFixture()
+        let path = try fixture.file(#""kafka": {"bootstrap_servers": "b1:9093", "properties": {"security.protocol": "SASL_SSL", "fetch.wait.max.ms": 50, "sasl.password": "from-file"}}"#)
+        let config = try FanoutConfiguration.load(path: path, environment: [
+            "FANOUT_KAFKA__SASL_MECHANISM": "SCRAM-SHA-512",
+            "FANOUT_KAFKA__SASL_PASSWORD": "s3cr3t-env",
+            "FANOUT_KAFKA__PROPERTIES__SSL_CA_LOCATION": "/etc/ssl/ca.pem",
+            "FANOUT_KAFKA__PROPERTIES": #"{"client.id": "fanout-7"}"#,
+            "FANOUT_KAFKA__GROUP_ID": "fanout-blue",
+        ])
+        #expect(config.kafka.bootstrapServers == "b1:9093")
+        #expect(config.kafka.groupID == "fanout-blue")
+        #expect(config.kafka.properties == [
+            "security.protocol": "SASL_SSL",
+            "fetch.wait.max.ms": "50",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.password": "s3cr3t-env",
+            "ssl.ca.location": "/etc/ssl/ca.pem",
+            "client.id": "fanout-7",
+        ])
+        let described = config.describe()
+        #expect(!described.contains("s3cr3t-env"))
+        #expect(!described.contains("from-file"))
+        #expect(described.contains("kafka.properties.sasl.password"))
+        #expect(described.contains("<redacted>"))
+        #expect(described.contains("SCRAM-SHA-512"))
+        #expect(described.contains("env FANOUT_KAFKA__SASL_MECHANISM"))
+    }
+
+    @Test func fanoutOwnedKafkaPropertiesAreRejected() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_KAFKA__ENABLE_AUTO_COMMIT": "true"]))
+        #expect(error.issues.map(\.key) == ["kafka.properties.enable.auto.commit"])
+        #expect(error.description.contains("FANOUT_KAFKA__ENABLE_AUTO_COMMIT"))
+    }
+
+    @Test func describeListsEveryKnobWithSource() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: try fixture.file(), environment: ["FANOUT_ADMIN__PORT": "0"])
+        let lines = config.describe().split(separator: "\n")
+        #expect(lines.count == config.knobs.count)
+        for key in ["kafka.bootstrap_servers", "apps[0].key_path", "apns.jwt_refresh_interval", "engine.push_to_start.burst",
+                    "backpressure.max_in_flight", "shutdown_timeout", "admin.port", "log_level", "engine.frequent.priority10_per_hour"] {
+            #expect(lines.contains { $0.hasPrefix(key + " ") }, "missing \(key)")
+        }
+        #expect(lines.contains { $0.hasPrefix("admin.port ") && $0.hasSuffix("# env FANOUT_ADMIN__PORT") })
+        #expect(lines.contains { $0.hasPrefix("apns.jwt_refresh_interval ") && $0.contains("50m") && $0.hasSuffix("# default") })
+    }
+
+    @Test func perAppAttributeOverrides() throws {
+        let fixture = try ConfigFixture()
+        let app = #"{"bundle_id": "com.example.a", "team_id": "TEAM123456", "key_id": "ABCDE12345", "key_path": "\#(fixture.keyPath)", "attributes": {"ExportAttributes": {"progress_fields": ["done"], "stale_after": "5m"}}}"#
+        let path = try fixture.write(#"{"apps": [\#(app)], "engine": {"progress_fields": {"ExportAttributes": ["percent"], "RideAttributes": ["eta"], "*": ["progress"]}}}"#)
+        let config = try FanoutConfiguration.load(path: path, environment: [:])
+        let a = config.apps[0]
+        #expect(config.progressFields(app: a, attributesType: "ExportAttributes") == ["done"])
+        #expect(config.progressFields(app: a, attributesType: "RideAttributes") == ["eta"])
+        #expect(config.progressFields(app: a, attributesType: "Other") == ["progress"])
+        #expect(config.staleAfter(app: a, attributesType: "ExportAttributes") == .seconds(300))
+        #expect(config.staleAfter(app: a, attributesType: "RideAttributes") == .seconds(900))
+    }
+}
+
+@Suite struct ConfigurationValidationTests {
+    /// Loads and returns the keys of the issues, expecting failure.
+    func keys(_ fixture: ConfigFixture, _ extra: String, _ env: [String: String] = [:]) throws -> [String] {
+        guard let error = loadError(try fixture.file(extra), env) else { return ["<loaded without error>"] }
+        return error.issues.map(\.key)
+    }
+
+    @Test func unknownKeyIsNamedWithSuggestion() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(#""apns": {"conections": 4}"#)))
+        // "conections" is not a key of apns; its lanes have "connections" but apns itself does not.
+        #expect(error.issues.map(\.key) == ["apns.conections"])
+        let typo = try #require(loadError(try fixture.file(#""engine": {"max_quite": "10s"}"#)))
+        #expect(typo.issues.map(\.key) == ["engine.max_quite"])
+        #expect(typo.description.contains("did you mean \"engine.max_quiet\""))
+    }
+
+    @Test func unknownEnvironmentVariableIsNamed() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_APNS__ACTIVITY__CONECTIONS": "4"]))
+        #expect(error.issues.map(\.key) == ["apns.activity.conections"])
+        #expect(error.description.contains("FANOUT_APNS__ACTIVITY__CONECTIONS"))
+        #expect(error.description.contains("did you mean \"apns.activity.connections\""))
+    }
+
+    @Test func jwtRefreshOutOfRange() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(#""apns": {"jwt_refresh_interval": "70m"}"#)))
+        #expect(error.issues.map(\.key) == ["apns.jwt_refresh_interval"])
+        #expect(error.description.contains("1h10m"))
+        #expect(error.description.contains("20m…1h"))
+        #expect(try keys(fixture, "", ["FANOUT_APNS__JWT_REFRESH_INTERVAL": "10m"]) == ["apns.jwt_refresh_interval"])
+        #expect(try FanoutConfiguration.load(path: try fixture.file(), environment: ["FANOUT_APNS__JWT_REFRESH_INTERVAL": "20m"]).apns.jwtRefreshInterval == .seconds(1200))
+    }
+
+    @Test func missingKeyFileNamesThePath() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_APPS__0__KEY_PATH": "/nonexistent/AuthKey.p8"]))
+        #expect(error.issues.map(\.key) == ["apps[0].key_path"])
+        #expect(error.description.contains("/nonexistent/AuthKey.p8"))
+    }
+
+    @Test func missingConfigFileNamesThePath() throws {
+        let error = try #require(loadError("/nonexistent/fanout.json"))
+        #expect(error.description.contains("/nonexistent/fanout.json"))
+        let fixture = try ConfigFixture()
+        let broken = try #require(loadError(try fixture.write("{\"apps\": [")))
+        #expect(broken.issues.map(\.key) == ["config file"])
+        #expect(broken.description.contains("not valid JSON"))
+    }
+
+    @Test func eachBadValueNamesItsKey() throws {
+        let fixture = try ConfigFixture()
+        let cases: [(String, [String: String], String)] = [
+            (#""apns": {"port": 8443}"#, [:], "apns.port"),
+            ("", ["FANOUT_APPS__0__ENVIRONMENT": "staging"], "apps[0].environment"),
+            ("", ["FANOUT_APPS__0__TEAM_ID": "short"], "apps[0].team_id"),
+            ("", ["FANOUT_APPS__0__KEY_ID": "abcde12345"], "apps[0].key_id"),
+            ("", ["FANOUT_APPS__0__FREQUENT_UPDATES": "maybe"], "apps[0].frequent_updates"),
+            ("", ["FANOUT_ENGINE__MIN_INTERVAL": "soon"], "engine.min_interval"),
+            ("", ["FANOUT_ENGINE__PRIORITY10_PER_HOUR": "-1"], "engine.priority10_per_hour"),
+            ("", ["FANOUT_ENGINE__MAX_EVENT_BYTES": "12.5"], "engine.max_event_bytes"),
+            ("", ["FANOUT_ENGINE__MIN_PROGRESS_DELTA": "x"], "engine.min_progress_delta"),
+            ("", ["FANOUT_BACKPRESSURE__RESUME_RATIO": "1.5"], "backpressure.resume_ratio"),
+            ("", ["FANOUT_SHUTDOWN_TIMEOUT": "0s"], "shutdown_timeout"),
+            ("", ["FANOUT_ADMIN__PORT": "70000"], "admin.port"),
+            ("", ["FANOUT_LOG_LEVEL": "verbose"], "log_level"),
+            ("", ["FANOUT_APNS__BASE_URL": "http://127.0.0.1:8443"], "apns.base_url"),
+            ("", ["FANOUT_APNS__CA_FILE": "/nonexistent/ca.pem"], "apns.ca_file"),
+            (#""kafka": {"topics": {"activity_tokens": "activity-updates"}}"#, [:], "kafka.topics"),
+            (#""kafka": {"group_id": 7}"#, [:], "kafka.group_id"),
+            (#""engine": {"progress_fields": {"ExportAttributes": "percent"}}"#, [:], "engine.progress_fields.ExportAttributes"),
+        ]
+        for (extra, env, key) in cases {
+            let found = try keys(fixture, extra, env)
+            #expect(found == [key], "expected exactly \(key) for \(extra) \(env), got \(found)")
+        }
+    }
+
+    @Test func appsAreRequiredAndValidatedTogether() throws {
+        let fixture = try ConfigFixture()
+        let none = try #require(loadError(nil))
+        #expect(none.issues.map(\.key) == ["apps"])
+        let path = try fixture.write(#"{"apps": [{"bundle_id": "com.example.a"}, \#(fixture.appJSON), \#(fixture.appJSON)]}"#)
+        let error = try #require(loadError(path))
+        #expect(Set(error.issues.map(\.key)) == ["apps[0].team_id", "apps[0].key_id", "apps[0].key_path", "apps[2].bundle_id"])
+    }
+
+    @Test func listIndicesMustBeContiguous() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_APPS__3__BUNDLE_ID": "com.example.z"]))
+        #expect(error.issues.map(\.key) == ["apps.3.bundle_id"])
+        #expect(error.description.contains("skips index 1"))
+    }
+
+    @Test func collectsEveryProblemAtOnce() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(#""apns": {"port": 1}, "engine": {"token_wait": "forever"}"#),
+                                           ["FANOUT_ADMIN__PORT": "-3"]))
+        #expect(Set(error.issues.map(\.key)) == ["apns.port", "engine.token_wait", "admin.port"])
+        #expect(error.description.hasPrefix("invalid configuration (3 problems):"))
+    }
+}
+
+@Suite struct DurationTextTests {
+    @Test func parsesNumbersAndUnits() {
+        #expect(DurationText.parse("30") == .seconds(30))
+        #expect(DurationText.parse("1.5") == .milliseconds(1500))
+        #expect(DurationText.parse("250ms") == .milliseconds(250))
+        #expect(DurationText.parse("30s") == .seconds(30))
+        #expect(DurationText.parse("50m") == .seconds(3000))
+        #expect(DurationText.parse("1h") == .seconds(3600))
+        #expect(DurationText.parse("1h30m") == .seconds(5400))
+        #expect(DurationText.parse("1m30s500ms") == .milliseconds(90_500))
+        #expect(DurationText.parse(" 2s ") == .seconds(2))
+    }
+
+    @Test func rejectsGarbage() {
+        for text in ["", "s", "-1", "-5s", "10x", "1.2.3s", "1 h", "ms", "5m3", "inf", "nan"] {
+            #expect(DurationText.parse(text) == nil, "\(text) should not parse")
+        }
+    }
+
+    @Test func formatsCanonically() {
+        #expect(DurationText.format(.seconds(3000)) == "50m")
+        #expect(DurationText.format(.seconds(5400)) == "1h30m")
+        #expect(DurationText.format(.milliseconds(1500)) == "1s500ms")
+        #expect(DurationText.format(.zero) == "0s")
+        for text in ["50m", "1h30m", "1s500ms", "250ms", "2h"] {
+            #expect(DurationText.format(DurationText.parse(text)!) == text)
+        }
+    }
+
+    @Test func jsonNumbersAreSeconds() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: try fixture.file(#""engine": {"max_quiet": 45, "token_wait": 0.5}"#), environment: [:])
+        #expect(config.engine.maxQuiet == .seconds(45))
+        #expect(config.engine.tokenWait == .milliseconds(500))
+    }
+}
+
+@Suite struct ConfigurationEnvironmentFormsTests {
+    @Test func jsonValuedVariablesForMapsKeyedByTypeName() throws {
+        let fixture = try ConfigFixture()
+        // Type names are case-sensitive, and variable names are read in lower case: use the JSON form.
+        let config = try FanoutConfiguration.load(path: try fixture.file(), environment: [
+            "FANOUT_ENGINE__PROGRESS_FIELDS": #"{"ExportAttributes": ["percent", "done"]}"#,
+        ])
+        #expect(config.engine.progressFields == ["ExportAttributes": ["percent", "done"]])
+    }
+
+    @Test func commaSeparatedListsOnlyFromEnvironment() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: try fixture.file(), environment: [
+            "FANOUT_ENGINE__PROGRESS_FIELDS": #"{"*": "ignored"}"#,
+        ])
+        // The JSON value came from the environment but the list inside is a JSON string, still env-sourced:
+        #expect(config.engine.progressFields["*"] == ["ignored"])
+        let invalid = try #require(loadError(try fixture.write(#"{"apps": [\#(fixture.appJSON)], "engine": {"progress_fields": {"*": "a,b"}}}"#)))
+        #expect(invalid.issues.map(\.key) == ["engine.progress_fields.*"])
+    }
+
+    @Test func badJSONInVariableIsNamed() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_APPS": "[{oops"]))
+        #expect(error.description.contains("FANOUT_APPS"))
+        #expect(error.issues.map(\.key) == ["apps"])
+    }
+
+    @Test func emptySegmentIsRejected() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_APNS____PORT": "443"]))
+        #expect(error.issues.map(\.key) == ["FANOUT_APNS____PORT"])
+    }
+}
