@@ -1,0 +1,79 @@
+/// Failures the simulator injects on demand. Rates are fractions of requests in 0...1, drawn from the
+/// seeded generator; all zero (the default) means no injected faults.
+public struct APNsSimulatorFaults: Sendable, Equatable, Codable {
+    /// Fraction answered 500 InternalServerError.
+    public var internalServerErrorRate: Double = 0
+    /// Fraction answered 503 ServiceUnavailable.
+    public var serviceUnavailableRate: Double = 0
+    /// Fraction answered 429 TooManyRequests.
+    public var tooManyRequestsRate: Double = 0
+    /// Fraction of requests whose connection is reset abruptly (TCP RST, no response).
+    public var connectionResetRate: Double = 0
+    /// Added to every response: a fixed delay plus a uniform random delay in 0...latencyJitterMillis.
+    public var latencyMillis: Int = 0
+    public var latencyJitterMillis: Int = 0
+    /// After this many requests on one connection the server sends GOAWAY with `{"reason": goAwayReason}`.
+    public var goAwayAfterRequests: Int?
+    public var goAwayReason: String = "Shutdown"
+    /// An outage window in UNIX seconds (half-open): every request inside it is 503 ServiceUnavailable.
+    public var outageStart: Double?
+    public var outageEnd: Double?
+
+    public init(
+        internalServerErrorRate: Double = 0, serviceUnavailableRate: Double = 0, tooManyRequestsRate: Double = 0,
+        connectionResetRate: Double = 0, latencyMillis: Int = 0, latencyJitterMillis: Int = 0,
+        goAwayAfterRequests: Int? = nil, goAwayReason: String = "Shutdown",
+        outageStart: Double? = nil, outageEnd: Double? = nil
+    ) {
+        self.internalServerErrorRate = internalServerErrorRate
+        self.serviceUnavailableRate = serviceUnavailableRate
+        self.tooManyRequestsRate = tooManyRequestsRate
+        self.connectionResetRate = connectionResetRate
+        self.latencyMillis = latencyMillis
+        self.latencyJitterMillis = latencyJitterMillis
+        self.goAwayAfterRequests = goAwayAfterRequests
+        self.goAwayReason = goAwayReason
+        self.outageStart = outageStart
+        self.outageEnd = outageEnd
+    }
+
+    /// Why a fault set cannot be applied; nil when it is valid.
+    public var validationError: String? {
+        for (name, rate) in [("internalServerErrorRate", internalServerErrorRate), ("serviceUnavailableRate", serviceUnavailableRate),
+                             ("tooManyRequestsRate", tooManyRequestsRate), ("connectionResetRate", connectionResetRate)]
+        where !(rate >= 0 && rate <= 1) {
+            return "\(name) must be within 0...1, got \(rate)"
+        }
+        if internalServerErrorRate + serviceUnavailableRate + tooManyRequestsRate + connectionResetRate > 1 {
+            return "the fault rates add up to more than 1"
+        }
+        if latencyMillis < 0 || latencyJitterMillis < 0 || latencyMillis + latencyJitterMillis > 60_000 {
+            return "latency must be within 0...60000 ms in total"
+        }
+        if let count = goAwayAfterRequests, count < 1 { return "goAwayAfterRequests must be at least 1" }
+        if (outageStart == nil) != (outageEnd == nil) { return "outageStart and outageEnd go together" }
+        if let start = outageStart, let end = outageEnd, !(end > start) { return "outageEnd must be after outageStart" }
+        return nil
+    }
+
+    /// Every key optional (missing keys keep their defaults), so a control request can set just one fault.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init()
+        internalServerErrorRate = try container.decodeIfPresent(Double.self, forKey: .internalServerErrorRate) ?? 0
+        serviceUnavailableRate = try container.decodeIfPresent(Double.self, forKey: .serviceUnavailableRate) ?? 0
+        tooManyRequestsRate = try container.decodeIfPresent(Double.self, forKey: .tooManyRequestsRate) ?? 0
+        connectionResetRate = try container.decodeIfPresent(Double.self, forKey: .connectionResetRate) ?? 0
+        latencyMillis = try container.decodeIfPresent(Int.self, forKey: .latencyMillis) ?? 0
+        latencyJitterMillis = try container.decodeIfPresent(Int.self, forKey: .latencyJitterMillis) ?? 0
+        goAwayAfterRequests = try container.decodeIfPresent(Int.self, forKey: .goAwayAfterRequests)
+        goAwayReason = try container.decodeIfPresent(String.self, forKey: .goAwayReason) ?? "Shutdown"
+        outageStart = try container.decodeIfPresent(Double.self, forKey: .outageStart)
+        outageEnd = try container.decodeIfPresent(Double.self, forKey: .outageEnd)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case internalServerErrorRate, serviceUnavailableRate, tooManyRequestsRate, connectionResetRate
+        case latencyMillis, latencyJitterMillis, goAwayAfterRequests, goAwayReason, outageStart, outageEnd
+    }
+}

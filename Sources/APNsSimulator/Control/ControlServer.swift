@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+
+/// The control endpoint: plain HTTP/1.1 on loopback, one request per connection, served sequentially
+/// on its own thread. Routes:
+/// - `GET /health`, `GET /stats`, `GET /deliveries`, `GET /device?token=…` / `GET /device?channel=…`
+/// - `GET /faults`, `PUT /faults` (an `APNsSimulatorFaults` JSON; keys optional; `"outageForSeconds": n` starts an outage now)
+/// - `PUT /tokens/<token>` with `{"state": "valid" | "bad" | "unregistered", "timestamp": <ms>}`
+/// - `POST /channels` with `{"bundle-id": …, "message-storage-policy": 0 | 1}` → 201 `{"channel-id": …}`
+/// - `POST /flush` writes the delivery log file now.
+final class ControlServer: Sendable {
+    private let socket: ListeningSocket
+    private unowned let simulator: APNsSimulator
+    private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
+    static let maxRequestBytes = 1 << 20
+
+    init(socket: ListeningSocket, simulator: APNsSimulator) {
+        self.socket = socket
+        self.simulator = simulator
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            while running.load(ordering: .acquiring) {
+                var descriptor = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, 100) > 0 else { continue }
+                while let client = socket.acceptConnection() { serve(client) }
+            }
+            finished.signal()
+        }
+        thread.name = "apns-sim-control"
+        thread.start()
+    }
+
+    func stop() {
+        running.store(false, ordering: .releasing)
+        finished.wait()
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) & ~O_NONBLOCK)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var headerEnd: Int?
+        var contentLength = 0
+        while received.count < Self.maxRequestBytes {
+            if let end = headerEnd, received.count >= end + contentLength { break }
+            let count = read(client, &buffer, buffer.count)
+            guard count > 0 else { return }
+            received.append(contentsOf: buffer[..<count])
+            if headerEnd == nil, let range = received.firstRange(of: Array("\r\n\r\n".utf8)) {
+                headerEnd = range.upperBound
+                let head = String(decoding: received[..<range.lowerBound], as: UTF8.self).lowercased()
+                for line in head.split(separator: "\r\n") where line.hasPrefix("content-length:") {
+                    contentLength = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+                }
+            }
+        }
+        guard let end = headerEnd else { return respond(client, 400, text: "incomplete request") }
+        let requestLine = String(decoding: received[..<end], as: UTF8.self).split(separator: "\r\n").first ?? ""
+        let parts = requestLine.split(separator: " ")
+        guard parts.count >= 2 else { return respond(client, 400, text: "bad request line") }
+        let body = Data(received[end..<min(received.count, end + contentLength)])
+        let (status, payload) = route(method: String(parts[0]), target: String(parts[1]), body: body)
+        respond(client, status, json: payload)
+    }
+
+    private func route(method: String, target: String, body: Data) -> (Int, Data) {
+        let components = URLComponents(string: target)
+        let path = components?.path ?? target
+        let query = Dictionary((components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        func json<T: Encodable>(_ value: T) -> Data { (try? encoder.encode(value)) ?? Data("{}".utf8) }
+        func error(_ status: Int, _ message: String) -> (Int, Data) { (status, json(["error": message])) }
+
+        switch (method, path) {
+        case ("GET", "/health"): return (200, json(["status": "ok"]))
+        case ("GET", "/stats"): return (200, json(simulator.stats()))
+        case ("GET", "/deliveries"):
+            var records = simulator.deliveries()
+            if let token = query["token"] { records = records.filter { $0.token == token } }
+            if let channel = query["channel"] { records = records.filter { $0.channel == channel } }
+            return (200, json(records))
+        case ("GET", "/device"):
+            let view = query["token"].flatMap { simulator.deviceView(token: $0) } ?? query["channel"].flatMap { simulator.deviceView(channel: $0) }
+            guard let view else { return error(404, "no accepted push for that token or channel") }
+            return (200, json(view))
+        case ("GET", "/faults"): return (200, json(simulator.faults()))
+        case ("PUT", "/faults"):
+            do {
+                var faults = try JSONDecoder().decode(APNsSimulatorFaults.self, from: body)
+                if let object = try JSONSerialization.jsonObject(with: body) as? [String: Any],
+                   let seconds = object["outageForSeconds"] as? Double {
+                    let now = simulator.configuration.clock()
+                    faults.outageStart = now
+                    faults.outageEnd = now + seconds
+                }
+                try simulator.setFaults(faults)
+                return (200, json(faults))
+            } catch {
+                return self.error(400, "\(error)")
+            }
+        case ("POST", "/flush"):
+            do {
+                try simulator.flushDeliveryLog()
+                return (200, json(["status": "flushed"]))
+            } catch {
+                return self.error(500, "\(error)")
+            }
+        case ("POST", "/channels"):
+            guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
+                  let bundle = object["bundle-id"] as? String, let policy = object["message-storage-policy"] as? Int
+            else { return error(400, "expected {\"bundle-id\": string, \"message-storage-policy\": 0|1}") }
+            do {
+                return (201, json(["channel-id": try simulator.createChannel(bundleID: bundle, storagePolicy: policy)]))
+            } catch {
+                return self.error(400, "\(error)")
+            }
+        case ("PUT", _) where path.hasPrefix("/tokens/"):
+            let token = String(path.dropFirst("/tokens/".count))
+            guard !token.isEmpty, let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
+                  let state = object["state"] as? String
+            else { return error(400, "expected {\"state\": \"valid\"|\"bad\"|\"unregistered\", \"timestamp\": ms}") }
+            switch state {
+            case "valid": simulator.registerToken(token, state: .valid)
+            case "bad": simulator.registerToken(token, state: .bad)
+            case "unregistered":
+                let millis = (object["timestamp"] as? NSNumber)?.int64Value ?? Int64(simulator.configuration.clock() * 1000)
+                simulator.registerToken(token, state: .unregistered(timestampMillis: millis))
+            default: return error(400, "state must be valid, bad or unregistered")
+            }
+            return (200, json(["token": token, "state": state]))
+        default:
+            return error(404, "no route \(method) \(path)")
+        }
+    }
+
+    private func error(_ status: Int, _ message: String) -> (Int, Data) {
+        (status, (try? JSONEncoder().encode(["error": message])) ?? Data())
+    }
+
+    private func respond(_ client: Int32, _ status: Int, text: String) {
+        respond(client, status, json: (try? JSONEncoder().encode(["error": text])) ?? Data())
+    }
+
+    private func respond(_ client: Int32, _ status: Int, json: Data) {
+        let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error"][status] ?? "Status"
+        var message = Data("HTTP/1.1 \(status) \(reason)\r\ncontent-type: application/json\r\ncontent-length: \(json.count)\r\nconnection: close\r\n\r\n".utf8)
+        message.append(json)
+        message.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(client, bytes.baseAddress! + offset, bytes.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+/// Per-connection provider-token rules (APNS.md §2), with the verification cached per token text so
+/// ES256 runs once per new JWT on a connection, not per request:
+/// - missing → 403 MissingProviderToken; malformed, bad signature, wrong team → 403 InvalidProviderToken;
+/// - `iat` older than the maximum age → 403 ExpiredProviderToken;
+/// - a `kid` other than the first one used on the connection → 403 UnrelatedKeyIdInToken;
+/// - a different valid JWT sooner than the minimum interval after the current one → 429 TooManyProviderTokenUpdates.
+///
+/// A value type owned by one connection (one event-loop thread).
+struct ProviderTokenGate {
+    struct Policy {
+        var maxAgeSeconds: Double
+        var minUpdateIntervalSeconds: Double
+    }
+
+    private var current: [UInt8] = []
+    private var currentIssuedAt: Double = 0
+    private var currentSince: Double = 0
+    private var firstKeyID: String?
+    /// The last token that failed verification, and why (so a client looping on a bad token costs one verify).
+    private var lastInvalid: [UInt8] = []
+    private var lastInvalidRefusal: Refusal?
+    /// The last token that verified but was not admitted (expired or too-soon), to skip re-verifying it.
+    private var lastVerified: [UInt8] = []
+    private var lastVerifiedResult: ProviderTokenVerifier.Verified?
+
+    /// Requests answered on this connection (for GOAWAY-after-N faults).
+    var requestsOnConnection = 0
+
+    /// True once a request carried a valid token (the server then raises MAX_CONCURRENT_STREAMS).
+    private(set) var hasAuthenticated = false
+
+    /// - Parameter authorization: the `authorization` header value, nil when absent.
+    /// - Returns: success(true) the first time a token is admitted on this connection.
+    mutating func admit(
+        authorization: UnsafeBufferPointer<UInt8>?, now: Double, policy: Policy, verifier: ProviderTokenVerifier
+    ) -> Result<Bool, Refusal> {
+        guard let authorization, !authorization.isEmpty else { return .failure(Refusal(.missingProviderToken)) }
+        guard authorization.count > 7, Self.hasBearerPrefix(authorization) else {
+            return .failure(Refusal(.invalidProviderToken, "authorization must be 'bearer <JWT>'"))
+        }
+        let jwt = UnsafeBufferPointer(rebasing: authorization[7...])
+        if !current.isEmpty, current.elementsEqual(jwt) {
+            return now - currentIssuedAt > policy.maxAgeSeconds ? .failure(Refusal(.expiredProviderToken)) : .success(false)
+        }
+        if let refusal = lastInvalidRefusal, lastInvalid.elementsEqual(jwt) { return .failure(refusal) }
+        let verified: ProviderTokenVerifier.Verified
+        if let cached = lastVerifiedResult, lastVerified.elementsEqual(jwt) {
+            verified = cached
+        } else {
+            switch verifier.verify(jwt) {
+            case .failure(let refusal):
+                lastInvalid = Array(jwt)
+                lastInvalidRefusal = refusal
+                return .failure(refusal)
+            case .success(let result):
+                verified = result
+                lastVerified = Array(jwt)
+                lastVerifiedResult = result
+            }
+        }
+        if now - verified.issuedAt > policy.maxAgeSeconds { return .failure(Refusal(.expiredProviderToken)) }
+        if let firstKeyID, firstKeyID != verified.keyID { return .failure(Refusal(.unrelatedKeyIdInToken)) }
+        if !current.isEmpty, now - currentSince < policy.minUpdateIntervalSeconds {
+            return .failure(Refusal(.tooManyProviderTokenUpdates))
+        }
+        current = Array(jwt)
+        currentIssuedAt = verified.issuedAt
+        currentSince = now
+        firstKeyID = verified.keyID
+        let first = !hasAuthenticated
+        hasAuthenticated = true
+        return .success(first)
+    }
+
+    private static func hasBearerPrefix(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        let prefix: [UInt8] = Array("bearer ".utf8)
+        for offset in 0..<7 {
+            var byte = value[offset]
+            if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") { byte += 32 }
+            if byte != prefix[offset] { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// Broadcast channels per app (APNS.md §6): random base64 IDs, a storage policy fixed at creation,
+/// at most `maxPerApp` per app, deleted IDs never reused.
+struct ChannelRegistry {
+    struct Channel: Equatable {
+        var bundleID: String
+        var storagePolicy: Int
+    }
+
+    let maxPerApp: Int
+    private(set) var channels: [String: Channel] = [:]
+    private var idsByApp: [String: [String]] = [:]
+
+    init(maxPerApp: Int) { self.maxPerApp = maxPerApp }
+
+    mutating func create(bundleID: String, storagePolicy: Int, random: inout SeededRandom) -> Result<String, Refusal> {
+        guard storagePolicy == 0 || storagePolicy == 1 else {
+            return .failure(Refusal(.badRequestParams, "message-storage-policy is 0 or 1"))
+        }
+        guard idsByApp[bundleID, default: []].count < maxPerApp else { return .failure(Refusal(.cannotCreateChannelConfig)) }
+        var id: String
+        repeat {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            for index in stride(from: 0, to: 16, by: 8) {
+                let word = random.next()
+                for offset in 0..<8 { bytes[index + offset] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(offset))) }
+            }
+            id = Data(bytes).base64EncodedString()
+        } while channels[id] != nil
+        channels[id] = Channel(bundleID: bundleID, storagePolicy: storagePolicy)
+        idsByApp[bundleID, default: []].append(id)
+        return .success(id)
+    }
+
+    func read(bundleID: String, id: String) -> Result<Channel, Refusal> {
+        guard let channel = channels[id], channel.bundleID == bundleID else { return .failure(Refusal(.channelNotRegistered)) }
+        return .success(channel)
+    }
+
+    mutating func delete(bundleID: String, id: String) -> Refusal? {
+        guard let channel = channels[id], channel.bundleID == bundleID else { return Refusal(.channelNotRegistered) }
+        channels[id] = nil
+        idsByApp[bundleID]?.removeAll { $0 == id }
+        return nil
+    }
+
+    func list(bundleID: String) -> [String] { idsByApp[bundleID] ?? [] }
+
+    /// Broadcast admission: the channel exists for this app, and a No-Storage channel (policy 0)
+    /// accepts only `apns-expiration: 0`.
+    func admit(bundleID: String, id: String, expiration: Int64) -> Refusal? {
+        guard let channel = channels[id], channel.bundleID == bundleID else { return Refusal(.channelNotRegistered) }
+        if channel.storagePolicy == 0, expiration != 0 {
+            return Refusal(.badExpirationDate, "No-Storage channels (policy 0) accept only apns-expiration: 0")
+        }
+        return nil
+    }
+}

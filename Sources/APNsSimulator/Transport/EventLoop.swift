@@ -1,0 +1,232 @@
+import CNghttp2
+import FanoutCrypto
+import Foundation
+import Synchronization
+
+/// One event-loop thread: an epoll set over non-blocking sockets, serving the TLS connections it owns.
+/// Loop 0 also accepts on the listeners and hands connections round-robin to every loop.
+///
+/// Everything except `inbox`, `running` and the wake pipe is confined to the loop's own thread,
+/// which is why the type is `@unchecked Sendable`: other threads only call `adopt` and `stop`.
+final class EventLoop: @unchecked Sendable {
+    struct Listener {
+        var socket: ListeningSocket
+        var kind: ListenerKind
+    }
+
+    private struct Timer {
+        var deadline: UInt64
+        var descriptor: Int32
+        var serial: UInt64
+        var streamID: Int32
+        var plan: ResponsePlan
+    }
+
+    let index: Int
+    private let engine: SimulatorEngine
+    private let tlsContext: TLSServerContext
+    private let epoll: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let inbox = Mutex<[(Int32, ListenerKind)]>([])
+    private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
+
+    private var listeners: [Listener] = []
+    private var siblings: [EventLoop] = []
+    private var nextSibling = 0
+    private var nextSerial: UInt64 = 0
+    private var connections: [Int32: ServerConnection] = [:]
+    private var timers: [Timer] = []
+    private let callbacks = HTTP2Callbacks()
+    /// Scratch buffer for SSL_read, shared by this loop's connections.
+    let readBuffer: UnsafeMutableRawBufferPointer
+
+    init(index: Int, engine: SimulatorEngine, tlsContext: TLSServerContext) throws {
+        self.index = index
+        self.engine = engine
+        self.tlsContext = tlsContext
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { throw APNsSimulatorError.socket("epoll_create1: \(String(cString: strerror(errno)))") }
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw APNsSimulatorError.socket("pipe: \(String(cString: strerror(errno)))") }
+        wakeRead = pipeEnds[0]
+        wakeWrite = pipeEnds[1]
+        for end in pipeEnds { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
+        readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        watch(wakeRead, writable: false, add: true)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        close(epoll)
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    /// Loop 0 only: accept on these listeners and spread connections over `siblings` (including itself).
+    func configureAcceptor(listeners: [Listener], siblings: [EventLoop]) {
+        self.listeners = listeners
+        self.siblings = siblings
+        for listener in listeners { watch(listener.socket.descriptor, writable: false, add: true) }
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "apns-sim-loop-\(index)"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Asks the loop to close its connections and exit, and waits until it has.
+    func stop() {
+        running.store(false, ordering: .releasing)
+        wake()
+        finished.wait()
+    }
+
+    /// Called from loop 0's thread: take over an accepted socket.
+    func adopt(_ descriptor: Int32, kind: ListenerKind) {
+        inbox.withLock { $0.append((descriptor, kind)) }
+        wake()
+    }
+
+    func schedule(afterMillis: Int, connection: ServerConnection, streamID: Int32, plan: ResponsePlan) {
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(afterMillis) * 1_000_000
+        let timer = Timer(deadline: deadline, descriptor: connection.descriptor, serial: connection.serial, streamID: streamID, plan: plan)
+        var low = 0, high = timers.count
+        while low < high {
+            let middle = (low + high) / 2
+            if timers[middle].deadline <= deadline { low = middle + 1 } else { high = middle }
+        }
+        timers.insert(timer, at: low)
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 128)
+        while running.load(ordering: .acquiring) {
+            var timeout: Int32 = -1
+            if let first = timers.first {
+                let now = DispatchTime.now().uptimeNanoseconds
+                timeout = first.deadline <= now ? 0 : Int32(min(1000, (first.deadline - now) / 1_000_000 + 1))
+            }
+            let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
+            if count < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            for event in events.prefix(Int(count)) {
+                let descriptor = event.data.fd
+                if descriptor == wakeRead {
+                    drainWakePipe()
+                } else if let listener = listeners.first(where: { $0.socket.descriptor == descriptor }) {
+                    acceptAll(listener)
+                } else if let connection = connections[descriptor] {
+                    service(connection, events: event.events)
+                }
+            }
+            fireTimers()
+        }
+        for descriptor in Array(connections.keys) { drop(descriptor, reset: false) }
+        for (descriptor, _) in inbox.withLock({ box in defer { box.removeAll() }; return box }) { close(descriptor) }
+    }
+
+    private func drainWakePipe() {
+        var scratch = [UInt8](repeating: 0, count: 64)
+        while read(wakeRead, &scratch, scratch.count) > 0 {}
+        let adopted = inbox.withLock { box in defer { box.removeAll() }; return box }
+        for (descriptor, kind) in adopted { open(descriptor, kind: kind) }
+    }
+
+    private func acceptAll(_ listener: Listener) {
+        for _ in 0..<256 {
+            guard let descriptor = listener.socket.acceptConnection() else { return }
+            let admitted = engine.state.withLock { state -> Bool in
+                guard state.connectionsOpen < engine.configuration.maxConnections else {
+                    state.connectionsRefused += 1
+                    return false
+                }
+                state.connectionsOpen += 1
+                state.connectionsAccepted += 1
+                return true
+            }
+            guard admitted else { close(descriptor); continue }
+            let target = siblings[nextSibling % siblings.count]
+            nextSibling += 1
+            if target === self { open(descriptor, kind: listener.kind) } else { target.adopt(descriptor, kind: listener.kind) }
+        }
+    }
+
+    private func open(_ descriptor: Int32, kind: ListenerKind) {
+        nextSerial += 1
+        let serial = (UInt64(index) << 48) | nextSerial
+        do {
+            let tls = try tlsContext.makeConnection(socket: descriptor)
+            let connection = try ServerConnection(descriptor: descriptor, serial: serial, kind: kind, tls: tls, engine: engine,
+                                                  loop: self, callbacks: callbacks)
+            connections[descriptor] = connection
+            watch(descriptor, writable: false, add: true)
+        } catch {
+            close(descriptor)
+            engine.state.withLock { $0.connectionsOpen -= 1 }
+        }
+    }
+
+    private func service(_ connection: ServerConnection, events: UInt32) {
+        let wasWaiting = connection.wantsWritable
+        var keep = true
+        if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
+            keep = connection.onReadable()
+        } else if events & EPOLLOUT.rawValue != 0 {
+            keep = connection.flush()
+        }
+        guard keep else {
+            drop(connection.descriptor, reset: connection.resetRequested)
+            return
+        }
+        if connection.wantsWritable != wasWaiting { watch(connection.descriptor, writable: connection.wantsWritable, add: false) }
+    }
+
+    private func fireTimers() {
+        guard !timers.isEmpty else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        var due = 0
+        while due < timers.count, timers[due].deadline <= now { due += 1 }
+        guard due > 0 else { return }
+        let fired = timers[..<due]
+        timers.removeFirst(due)
+        var touched: [Int32: ServerConnection] = [:]
+        for timer in fired {
+            guard let connection = connections[timer.descriptor], connection.serial == timer.serial else { continue }
+            connection.sendDelayed(timer.plan, streamID: timer.streamID)
+            touched[timer.descriptor] = connection
+        }
+        for connection in touched.values { service(connection, events: EPOLLOUT.rawValue) }
+    }
+
+    private func drop(_ descriptor: Int32, reset: Bool) {
+        guard connections.removeValue(forKey: descriptor) != nil else { return }
+        epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+        if reset {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        }
+        engine.state.withLock { $0.connectionsOpen -= 1 }
+        // ServerConnection's deinit (now) frees the sessions and closes the descriptor.
+    }
+
+    private func watch(_ descriptor: Int32, writable: Bool, add: Bool) {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (writable ? EPOLLOUT.rawValue : 0)
+        event.data.fd = descriptor
+        epoll_ctl(epoll, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, descriptor, &event)
+    }
+}
