@@ -1,0 +1,82 @@
+import Testing
+@testable import FanoutCore
+
+@Suite struct OffsetTrackerTests {
+    @Test func commitPointIsLowestIncomplete() {
+        var tracker = OffsetTracker()
+        #expect(tracker.commitPoint == nil)
+        for offset in [10, 11, 12, 15] as [Int64] { tracker.receive(offset) }
+        #expect(tracker.commitPoint == 10)
+        tracker.complete(12)
+        tracker.complete(11)
+        #expect(tracker.commitPoint == 10)
+        tracker.complete(10)
+        #expect(tracker.commitPoint == 15)
+        tracker.complete(15)
+        #expect(tracker.commitPoint == 16)
+        #expect(tracker.incompleteCount == 0)
+    }
+
+    @Test func redeliveryAndDoubleCompletionAreRejected() {
+        var tracker = OffsetTracker()
+        let results = [tracker.receive(5), tracker.receive(5), tracker.receive(3),
+                       tracker.complete(5), tracker.complete(5), tracker.complete(99)]
+        #expect(results == [true, false, false, true, false, false])
+    }
+
+    @Test func memoryStaysProportionalToIncompleteOffsets() {
+        var tracker = OffsetTracker()
+        for offset in 0..<200_000 as Range<Int64> { tracker.receive(offset * 3) }  // gaps
+        for offset in 1..<200_000 as Range<Int64> { tracker.complete(offset * 3) }
+        #expect(tracker.incompleteCount == 1)
+        #expect(tracker.storedEntries < 100)
+        #expect(tracker.commitPoint == 0)
+        tracker.complete(0)
+        let expected: Int64 = 199_999 * 3 + 1
+        let point = tracker.commitPoint
+        #expect(point == expected)
+        #expect(tracker.storedEntries == 0)
+    }
+
+    @Test func randomCompletionOrderMatchesModel() {
+        var random = SeededRandom(seed: 7)
+        var tracker = OffsetTracker()
+        var done = Set<Int64>()
+        var received: [Int64] = []
+        var next: Int64 = 0
+        for _ in 0..<5000 {
+            if random.next() % 3 != 0 {
+                next += Int64(random.next() % 3) + 1
+                tracker.receive(next)
+                received.append(next)
+            } else if let pick = received.filter({ !done.contains($0) }).randomElement(using: &random) {
+                tracker.complete(pick)
+                done.insert(pick)
+            }
+            let expected = received.first { !done.contains($0) } ?? (received.last.map { $0 + 1 })
+            #expect(tracker.commitPoint == expected)
+        }
+    }
+}
+
+@Suite struct DedupeWindowTests {
+    @Test func forgetsTheOldestAtCapacity() {
+        var window = DedupeWindow(capacity: 3)
+        let results = [window.insert(1), window.insert(2), window.insert(3), window.insert(2), window.insert(4),
+                       window.insert(1)]  // 1 was evicted by 4
+        #expect(results == [true, true, true, false, true, true])
+        #expect(window.count == 3)
+    }
+}
+
+@Suite struct TokenBucketTests {
+    @Test func burstThenRefill() {
+        let settings = BudgetSettings(minInterval: 0, burst: 2, refillPerHour: 3600)
+        var bucket = TokenBucket(capacity: 2, now: 0)
+        let first = [bucket.take(at: 0, settings: settings), bucket.take(at: 0, settings: settings), bucket.take(at: 0, settings: settings)]
+        #expect(first == [true, true, false])
+        #expect(bucket.nextCredit(after: 0, settings: settings) == 1_000_000_000)
+        let later = bucket.take(at: 1_000_000_000, settings: settings)
+        #expect(later)
+    }
+}

@@ -1,0 +1,80 @@
+import APNsModel
+@testable import FanoutCore
+
+let activityPartition = PartitionID(topic: "activity-updates", partition: 0)
+let broadcastPartition = PartitionID(topic: "broadcast-updates", partition: 0)
+let sec: Nanoseconds = 1_000_000_000
+let tokenA = String(repeating: "a1", count: 32)
+let tokenB = String(repeating: "b2", count: 32)
+
+/// Builds an event whose content_state fields are given as (name, value) with numbers as progress candidates.
+func makeEvent(_ id: String, target: String = "export-42", kind: EventKind = .update, timestamp: Int64,
+               fields: [(String, Double)] = [], status: String = "rendering", importance: Importance? = nil,
+               alert: Bool = false, token: String? = nil, lane: Lane = .activity, staleDate: Int64? = nil,
+               dismissalDate: Int64? = nil, attributesType: String? = nil) -> ActivityEvent {
+    var content = [ContentField(name: "status", digest: DedupeWindow.digest(target: "", id: status), number: nil)]
+    for (name, value) in fields {
+        content.append(ContentField(name: name, digest: UInt64(bitPattern: Int64(value * 1000)), number: value))
+    }
+    return ActivityEvent(id: id, app: "com.example.exports", lane: lane, target: target, kind: kind, timestamp: timestamp,
+                         contentState: RawJSON(bytes: Array("{}".utf8)), contentFields: content, importance: importance,
+                         alert: alert ? RawJSON(bytes: Array("{\"title\":\"t\"}".utf8)) : nil, staleDate: staleDate,
+                         dismissalDate: dismissalDate, token: token,
+                         attributesType: kind == .start ? (attributesType ?? "ExportAttributes") : attributesType,
+                         attributes: kind == .start ? RawJSON(bytes: Array("{}".utf8)) : nil)
+}
+
+/// Drives one engine in virtual time and keeps every action it returned.
+struct Harness {
+    var engine: FanoutEngine
+    var now: Nanoseconds = 1_772_788_200 * sec
+    var nextOffset: [PartitionID: Int64] = [:]
+    var actions: [EngineAction] = []
+
+    init(configuration: EngineConfiguration = EngineConfiguration(), registerToken: Bool = true) {
+        engine = FanoutEngine(configuration: configuration)
+        if registerToken {
+            _ = engine.tokenRegistered(key: "export-42", token: tokenA, app: "com.example.exports", environment: "sandbox",
+                                       at: 1, partition: 0, now: now)
+        }
+    }
+
+    @discardableResult
+    mutating func feed(_ event: ActivityEvent, partition: PartitionID = activityPartition) -> [EngineAction] {
+        let offset = nextOffset[partition, default: 0]
+        nextOffset[partition] = offset + 1
+        let new = engine.receive(event, from: EventSource(partition: partition, offset: offset), now: now)
+        actions += new
+        return new
+    }
+
+    @discardableResult
+    mutating func advance(_ by: Nanoseconds) -> [EngineAction] {
+        now += by
+        let new = engine.tick(now: now)
+        actions += new
+        return new
+    }
+
+    @discardableResult
+    mutating func complete(_ send: SendRequest, _ outcome: SendOutcome = .delivered) -> [EngineAction] {
+        let new = engine.complete(send.sendID, outcome: outcome, now: now)
+        actions += new
+        return new
+    }
+
+    @discardableResult
+    mutating func register(_ token: String, key: String = "export-42", at: Int64) -> [EngineAction] {
+        let new = engine.tokenRegistered(key: key, token: token, app: "com.example.exports", environment: "production",
+                                         at: at, partition: 0, now: now)
+        actions += new
+        return new
+    }
+}
+
+extension Array where Element == EngineAction {
+    var sends: [SendRequest] { compactMap { if case let .send(request) = $0 { request } else { nil } } }
+    var deadLetters: [DeadLetter] { compactMap { if case let .deadLetter(letter) = $0 { letter } else { nil } } }
+    var feedback: [TokenFeedback] { compactMap { if case let .feedback(record) = $0 { record } else { nil } } }
+    var drops: [DropReason] { compactMap { if case let .dropped(_, reason) = $0 { reason } else { nil } } }
+}

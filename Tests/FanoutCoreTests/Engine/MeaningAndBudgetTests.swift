@@ -1,0 +1,108 @@
+import APNsModel
+import Testing
+@testable import FanoutCore
+
+@Suite struct MeaningAndBudgetTests {
+    static func progressConfiguration() -> EngineConfiguration {
+        var configuration = EngineConfiguration()
+        configuration.meaningProfiles["ExportAttributes"] = MeaningProfile(progressFields: ["done"], minProgressDelta: 10, maxQuiet: 30 * sec)
+        configuration.attributesTypeByApp["com.example.exports"] = "ExportAttributes"
+        return configuration
+    }
+
+    @Test func minorProgressIsHeldUntilMaxQuiet() throws {
+        var h = Harness(configuration: Self.progressConfiguration())
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100, fields: [("done", 10)])).sends.first)
+        h.complete(first)
+        h.advance(2 * sec)
+        #expect(h.feed(makeEvent("e2", timestamp: 102, fields: [("done", 12)])).sends.isEmpty)
+        #expect(h.advance(20 * sec).sends.isEmpty)
+        let held = try #require(h.advance(8 * sec).sends.first)
+        #expect(held.event.id == "e2")
+        #expect(held.priority == 5)
+    }
+
+    @Test func progressPastDeltaIsSentAtPriority5() throws {
+        var h = Harness(configuration: Self.progressConfiguration())
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100, fields: [("done", 10)])).sends.first))
+        h.advance(2 * sec)
+        let send = try #require(h.feed(makeEvent("e2", timestamp: 102, fields: [("done", 20)])).sends.first)
+        #expect(send.priority == 5)
+    }
+
+    @Test func nonProgressChangeIsMajor() throws {
+        var h = Harness(configuration: Self.progressConfiguration())
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100, fields: [("done", 10)])).sends.first))
+        h.advance(2 * sec)
+        let send = try #require(h.feed(makeEvent("e2", timestamp: 102, fields: [("done", 11)], status: "uploading")).sends.first)
+        #expect(send.priority == 10)
+    }
+
+    @Test func explicitMajorIsMajorAndExplicitMinorIsHeld() throws {
+        var h = Harness(configuration: Self.progressConfiguration())
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100, fields: [("done", 10)])).sends.first))
+        h.advance(2 * sec)
+        let major = try #require(h.feed(makeEvent("e2", timestamp: 102, fields: [("done", 11)], importance: .major)).sends.first)
+        #expect(major.priority == 10)
+        h.complete(major)
+        h.advance(2 * sec)
+        #expect(h.feed(makeEvent("e3", timestamp: 104, fields: [("done", 11)], status: "new", importance: .minor)).sends.isEmpty)
+    }
+
+    @Test func minIntervalSeparatesSends() throws {
+        var h = Harness()
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.advance(sec / 10)
+        h.complete(first)
+        #expect(h.feed(makeEvent("e2", timestamp: 101, status: "b")).sends.isEmpty)
+        let deadline = h.engine.nextDeadline()
+        #expect(deadline == h.now - sec / 10 + sec)
+        #expect(h.advance(sec / 2).sends.isEmpty)
+        #expect(h.advance(sec / 2).sends.count == 1)
+    }
+
+    @Test func bucketExhaustionDowngradesToPriority5ThenRefills() throws {
+        var h = Harness()
+        var priorities: [Int] = []
+        for i in 0..<6 {
+            let send = try #require(h.feed(makeEvent("e\(i)", timestamp: 100 + Int64(i), status: "s\(i)")).sends.first)
+            priorities.append(send.priority)
+            h.complete(send)
+            h.advance(2 * sec)
+        }
+        #expect(priorities == [10, 10, 10, 10, 5, 5])
+        h.advance(300 * sec)  // 12/hour: one credit per 5 minutes
+        let send = try #require(h.feed(makeEvent("e9", timestamp: 200, status: "s9")).sends.first)
+        #expect(send.priority == 10)
+    }
+
+    @Test func frequentUpdatesProfileHasBiggerBurst() throws {
+        var configuration = EngineConfiguration()
+        configuration.frequentUpdatesApps = ["com.example.exports"]
+        var h = Harness(configuration: configuration)
+        var tens = 0
+        for i in 0..<8 {
+            let send = try #require(h.feed(makeEvent("e\(i)", timestamp: 100 + Int64(i), status: "s\(i)")).sends.first)
+            if send.priority == 10 { tens += 1 }
+            h.complete(send)
+            h.advance(2 * sec)
+        }
+        #expect(tens == 8)
+    }
+
+    @Test func broadcastLaneUsesChannelAndImmediateExpiration() throws {
+        var h = Harness(registerToken: false)
+        let send = try #require(h.feed(makeEvent("b1", target: "Y2hhbm5lbA==", timestamp: 100, lane: .broadcast),
+                                       partition: broadcastPartition).sends.first)
+        #expect(send.destination == .channel("Y2hhbm5lbA=="))
+        #expect(send.expiration == 0)
+        #expect(send.lane == .broadcast)
+    }
+
+    @Test func startOnBroadcastIsDeadLettered() {
+        var h = Harness(registerToken: false)
+        let actions = h.feed(makeEvent("b1", target: "Y2g=", kind: .start, timestamp: 100, token: tokenA, lane: .broadcast),
+                             partition: broadcastPartition)
+        #expect(actions.deadLetters.map(\.reason) == [.startOnBroadcast])
+    }
+}

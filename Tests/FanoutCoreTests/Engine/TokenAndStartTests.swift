@@ -1,0 +1,87 @@
+import APNsModel
+import Testing
+@testable import FanoutCore
+
+@Suite struct TokenAndStartTests {
+    @Test func updateWithoutTokenWaitsThenIsDeadLetteredNoToken() throws {
+        var h = Harness(registerToken: false)
+        #expect(h.feed(makeEvent("e1", timestamp: 100)).sends.isEmpty)
+        #expect(h.advance(29 * sec).deadLetters.isEmpty)
+        let letter = try #require(h.advance(sec).deadLetters.first)
+        #expect(letter.reason == .noToken)
+        #expect(letter.sources.map(\.offset) == [0])
+        #expect(h.engine.commitPoints().isEmpty || h.engine.commitPoints().allSatisfy { $0.offset == 0 })
+        h.engine.resolve(letter.resolution)
+        #expect(h.engine.commitPoints().map(\.offset) == [1])
+    }
+
+    @Test func tokenArrivingDuringWaitSendsAtOnce() throws {
+        var h = Harness(registerToken: false)
+        h.feed(makeEvent("e1", timestamp: 100))
+        h.advance(5 * sec)
+        let send = try #require(h.register(tokenB, at: 50).sends.first)
+        #expect(send.destination == .activityToken(tokenB))
+    }
+
+    @Test func rotationTakesEffectForTheNextSendAndOlderRegistrationIsIgnored() throws {
+        var h = Harness()
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
+        h.register(tokenB, at: 10)
+        h.register(tokenA, at: 5)  // replayed older registration
+        h.advance(2 * sec)
+        let send = try #require(h.feed(makeEvent("e2", timestamp: 101, status: "b")).sends.first)
+        #expect(send.destination == .activityToken(tokenB))
+    }
+
+    @Test func goneTokenProducesFeedbackAndStopsSendsUntilNewerRegistration() throws {
+        var h = Harness()
+        let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        let feedback = try #require(h.complete(send, .tokenGone(reason: "Unregistered", status: 410, apnsTimestampMillis: 5)).feedback.first)
+        #expect(feedback.token == tokenA && feedback.status == 410 && feedback.key == "export-42")
+        #expect(h.engine.commitPoints().map(\.offset) == [0])
+        h.engine.resolve(feedback.resolution)
+        #expect(h.engine.commitPoints().map(\.offset) == [1])
+        h.advance(2 * sec)
+        #expect(h.feed(makeEvent("e2", timestamp: 101, status: "b")).sends.isEmpty)
+        h.register(tokenA, at: 1)  // same token, not newer: still gone
+        #expect(h.actions.sends.count == 1)
+        let resumed = try #require(h.register(tokenB, at: 20).sends.first)
+        #expect(resumed.destination == .activityToken(tokenB))
+    }
+
+    @Test func startGoesToPushToStartTokenThenUpdatesWaitForTheActivityToken() throws {
+        var h = Harness(registerToken: false)
+        h.register(tokenA, at: 50)  // a previous activity's token under the same key
+        let start = try #require(h.feed(makeEvent("s", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.first)
+        #expect(start.destination == .pushToStartToken(tokenB))
+        #expect(start.priority == 10)
+        h.feed(makeEvent("u", timestamp: 101, status: "b"))
+        h.advance(2 * sec)
+        #expect(h.complete(start).sends.isEmpty)  // token registered at 50 predates the start
+        let update = try #require(h.register(String(repeating: "c3", count: 32), at: 100).sends.first)
+        #expect(update.event.id == "u" && update.event.kind == .update)
+    }
+
+    @Test func updatesWhileStartIsPendingRideOnTheStart() throws {
+        var configuration = EngineConfiguration()
+        configuration.pushToStartBudget = BudgetSettings(minInterval: sec, burst: 1, refillPerHour: 10)
+        var h = Harness(configuration: configuration, registerToken: false)
+        h.complete(try #require(h.feed(makeEvent("s1", target: "k1", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.first))
+        // Same push-to-start token, other activity: no credit left, the start waits.
+        #expect(h.feed(makeEvent("s2", target: "k2", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.isEmpty)
+        h.feed(makeEvent("u2", target: "k2", timestamp: 101, status: "b"))
+        let start = try #require(h.advance(360 * sec).sends.first)
+        #expect(start.event.kind == .start && start.event.id == "u2" && start.coveredOffsets == [1, 2])
+        #expect(start.event.attributes != nil)
+    }
+
+    @Test func endOfANeverSentStartCancelsBoth() {
+        var configuration = EngineConfiguration()
+        configuration.pushToStartBudget = BudgetSettings(minInterval: sec, burst: 1, refillPerHour: 10)
+        var h = Harness(configuration: configuration, registerToken: false)
+        h.feed(makeEvent("s1", target: "k1", kind: .start, timestamp: 100, alert: true, token: tokenB))
+        h.feed(makeEvent("s2", target: "k2", kind: .start, timestamp: 100, alert: true, token: tokenB))
+        let actions = h.feed(makeEvent("e2", target: "k2", kind: .end, timestamp: 101))
+        #expect(actions.drops == [.endedBeforeStart, .endedBeforeStart])
+    }
+}
