@@ -138,17 +138,19 @@ public final class AdminServer: Sendable {
                 continue
             }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            Self.setTimeouts(client, limits.readTimeout)
             if active.add(1, ordering: .relaxed).newValue > limits.maxConnections {
                 active.subtract(1, ordering: .relaxed)
+                // Answered on this thread, so the wait for the request is kept short.
+                Self.setTimeouts(client, .milliseconds(100))
                 Self.send(client, AdminResponse.json(503, "{\"error\":\"too many admin connections\"}").serialized())
-                close(client)
+                Self.lingerClose(client)
                 continue
             }
+            Self.setTimeouts(client, limits.readTimeout)
             connections.enter()
             queue.async { [self] in
                 serve(client)
-                close(client)
+                Self.lingerClose(client)
                 active.subtract(1, ordering: .relaxed)
                 connections.leave()
             }
@@ -197,6 +199,22 @@ public final class AdminServer: Sendable {
             guard sent > 0 else { return }  // peer gone or write timeout: nothing more to do for this connection
             offset += sent
         }
+    }
+
+    /// Closes after the response without resetting it: closing with unread request bytes would make
+    /// the kernel send RST, and the client could lose the response. Reads (bounded by the socket's
+    /// timeout and 64 KiB) until the client closes its side.
+    private static func lingerClose(_ fd: Int32) {
+        _ = shutdown(fd, Int32(SHUT_WR))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var drained = 0
+        while drained < 65_536 {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            drained += count
+        }
+        close(fd)
     }
 
     private static func setTimeouts(_ fd: Int32, _ timeout: Duration) {

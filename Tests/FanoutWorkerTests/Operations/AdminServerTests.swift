@@ -1,0 +1,213 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import Testing
+@testable import FanoutWorker
+
+/// A raw HTTP/1.1 exchange over loopback: sends `request` bytes, reads until the server closes.
+func rawExchange(port: Int, _ request: [UInt8]) throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    try #require(connected == 0)
+    var offset = 0
+    while offset < request.count {
+        let sent = request.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+        if sent <= 0 { break }  // the server may close early on an oversize request; read what it said
+        offset += sent
+    }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { break }
+        response.append(contentsOf: buffer[0..<count])
+    }
+    return String(decoding: response, as: UTF8.self)
+}
+
+func canConnect(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    } == 0
+}
+
+func get(port: Int, _ path: String, method: String = "GET") throws -> (status: Int, headers: String, body: String) {
+    let text = try rawExchange(port: port, Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+    let parts = text.components(separatedBy: "\r\n\r\n")
+    let statusLine = parts[0].prefix { $0 != "\r" }
+    let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? -1
+    return (status, parts[0], parts.dropFirst().joined(separator: "\r\n\r\n"))
+}
+
+final class ReadinessBox: Sendable {
+    let state = Mutex(Readiness(isReady: false, reasons: ["no partitions assigned", "app \"com.example.a\": InvalidProviderToken"]))
+}
+
+final class Fixture: Sendable {
+    let metrics = FanoutMetrics()
+    let ready = ReadinessBox()
+    let server: AdminServer
+
+    init(limits: AdminServer.Limits = .init()) {
+        let metrics = self.metrics
+        let ready = self.ready
+        server = AdminServer(host: "127.0.0.1", port: 0, routes: AdminRoutes(
+            metrics: { metrics.registry.render() },
+            readiness: { ready.state.withLock { $0 } },
+            target: { key in key == "export 42/a" ? #"{"key":"export 42/a","pending":true}"# : nil }),
+            limits: limits)
+    }
+}
+
+@Suite(.serialized) struct AdminServerTests {
+    @Test func servesEveryRoute() throws {
+        let fixture = Fixture()
+        let port = try fixture.server.start()
+        defer { fixture.server.stop() }
+        #expect(port > 0)
+        #expect(fixture.server.boundPort == port)
+        fixture.metrics.eventsConsumed.labels("activity-updates").increment(by: 3)
+
+        let metrics = try get(port: port, "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.headers.contains("Content-Type: text/plain; version=0.0.4"))
+        let parsed = try ExpositionParser(metrics.body)
+        #expect(parsed.value("fanout_events_consumed_total", ["topic": "activity-updates"]) == 3)
+
+        let health = try get(port: port, "/healthz")
+        #expect(health.status == 200)
+        #expect(health.body == #"{"status":"ok"}"#)
+
+        let notReady = try get(port: port, "/readyz")
+        #expect(notReady.status == 503)
+        let reasons = try #require(try JSONSerialization.jsonObject(with: Data(notReady.body.utf8)) as? [String: Any])
+        #expect(reasons["ready"] as? Bool == false)
+        #expect(reasons["reasons"] as? [String] == ["no partitions assigned", "app \"com.example.a\": InvalidProviderToken"])
+        fixture.ready.state.withLock { $0 = .ready }
+        let nowReady = try get(port: port, "/readyz")
+        #expect(nowReady.status == 200)
+        #expect(nowReady.body == #"{"ready":true,"reasons":[]}"#)
+
+        let target = try get(port: port, "/debug/targets/export%2042%2Fa")
+        #expect(target.status == 200)
+        #expect(target.body == #"{"key":"export 42/a","pending":true}"#)
+        let unknown = try get(port: port, "/debug/targets/nobody")
+        #expect(unknown.status == 404)
+        #expect(unknown.body == #"{"error":"unknown target","key":"nobody"}"#)
+        #expect(try get(port: port, "/debug/targets/").status == 400)
+        #expect(try get(port: port, "/nothing-here").status == 404)
+        let post = try get(port: port, "/metrics", method: "POST")
+        #expect(post.status == 405)
+        #expect(post.headers.contains("Allow: GET, HEAD"))
+        let head = try get(port: port, "/healthz", method: "HEAD")
+        #expect(head.status == 200)
+        #expect(head.body.isEmpty)
+        #expect(head.headers.contains("Content-Length: 15"))
+    }
+
+    @Test func rejectsOversizeAndMalformedRequests() throws {
+        let fixture = Fixture(limits: .init(maxConnections: 4, readTimeout: .seconds(5), maxRequestBytes: 1024))
+        let port = try fixture.server.start()
+        defer { fixture.server.stop() }
+        let hugeHeader = "GET /metrics HTTP/1.1\r\nX-Fill: " + String(repeating: "a", count: 4000) + "\r\n\r\n"
+        let huge = try rawExchange(port: port, Array(hugeHeader.utf8))
+        #expect(huge.hasPrefix("HTTP/1.1 413 "))
+        let bigBody = "GET /healthz HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"
+        #expect(try rawExchange(port: port, Array(bigBody.utf8)).hasPrefix("HTTP/1.1 413 "))
+        #expect(try rawExchange(port: port, Array("BLAH\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 400 "))
+        // The server is still healthy afterwards.
+        #expect(try get(port: port, "/healthz").status == 200)
+    }
+
+    @Test func slowClientTimesOut() throws {
+        let fixture = Fixture(limits: .init(maxConnections: 4, readTimeout: .milliseconds(200), maxRequestBytes: 1024))
+        let port = try fixture.server.start()
+        defer { fixture.server.stop() }
+        // Half a request head and then silence: the server answers 408 and closes instead of waiting forever.
+        let response = try rawExchange(port: port, Array("GET /healthz HTTP/1.1\r\n".utf8))
+        #expect(response.hasPrefix("HTTP/1.1 408 "))
+    }
+
+    @Test func connectionsBeyondTheBoundGet503() throws {
+        let fixture = Fixture(limits: .init(maxConnections: 1, readTimeout: .seconds(30), maxRequestBytes: 1024))
+        let port = try fixture.server.start()
+        defer { fixture.server.stop() }
+        // Occupy the only slot with a connection that has sent nothing yet.
+        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        #expect(try get(port: port, "/healthz").status == 503)
+        close(holder)  // the server sees EOF and frees the slot
+        var status = 503
+        for _ in 0..<1000 where status == 503 { status = try get(port: port, "/healthz").status }
+        #expect(status == 200)
+    }
+
+    @Test func worksWithURLSession() async throws {
+        let fixture = Fixture()
+        let port = try fixture.server.start()
+        defer { fixture.server.stop() }
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)/healthz"))
+        let (data, response) = try await URLSession.shared.data(from: url)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == #"{"status":"ok"}"#)
+    }
+
+    @Test func stopReleasesThePortAndStartTwiceFails() throws {
+        let fixture = Fixture()
+        let port = try fixture.server.start()
+        #expect(throws: AdminServer.StartError.self) { try fixture.server.start() }
+        fixture.server.stop()
+        fixture.server.stop()  // idempotent
+        #expect(!canConnect(port: port))
+        // The same port can be bound again right away.
+        let again = AdminServer(host: "127.0.0.1", port: port, routes: AdminRoutes(metrics: { "" }, readiness: { .ready }, target: { _ in nil }))
+        #expect(try again.start() == port)
+        #expect(try get(port: port, "/healthz").status == 200)
+        again.stop()
+    }
+
+    @Test func unusableHostIsAClearError() {
+        let server = AdminServer(host: "not a host name", port: 0, routes: AdminRoutes(metrics: { "" }, readiness: { .ready }, target: { _ in nil }))
+        #expect(throws: AdminServer.StartError.self) { try server.start() }
+    }
+}
+
+@Suite struct AdminRequestParseTests {
+    @Test func parsesRequestLine() {
+        let bytes = Array("GET /debug/targets/a%20b?x=1 HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        #expect(AdminRequestParse.parse(bytes, limit: 1024) == .complete(AdminRequest(method: "GET", path: "/debug/targets/a b")))
+        #expect(AdminRequestParse.parse(Array("GET / HTTP/1.1\r\nHost".utf8), limit: 1024) == .incomplete)
+        #expect(AdminRequestParse.parse(Array(repeating: 65, count: 2000), limit: 1024) == .tooLarge)
+        #expect(AdminRequestParse.parse(Array("GET /%zz HTTP/1.1\r\n\r\n".utf8), limit: 1024) == .invalid("bad percent-encoding in path"))
+        #expect(AdminRequestParse.parse(Array("GET / SPDY/3\r\n\r\n".utf8), limit: 1024) == .invalid("malformed request line"))
+        #expect(AdminRequestParse.parse(Array("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".utf8), limit: 1024) == .tooLarge)
+    }
+}
