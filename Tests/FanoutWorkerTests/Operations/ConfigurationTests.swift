@@ -348,3 +348,32 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         #expect(error.issues.map(\.key) == ["FANOUT_APNS____PORT"])
     }
 }
+
+@Suite struct ExampleConfigTests {
+    /// `config/fanout.example.json`, found by walking up from this source file.
+    static func examplePath() throws -> String {
+        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        for _ in 0..<6 {
+            let candidate = directory.appendingPathComponent("config/fanout.example.json").path
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        throw ConfigurationError(issues: [.init(key: "config/fanout.example.json", message: "not found above \(#filePath)", source: nil)])
+    }
+
+    @Test func exampleLoadsAndSetsEveryKnob() throws {
+        let fixture = try ConfigFixture()
+        let path = try Self.examplePath()
+        let config = try FanoutConfiguration.load(path: path, environment: ["FANOUT_APPS__0__KEY_PATH": fixture.keyPath])
+        // Every knob is written out in the example (optional ones as null, which reads as "none").
+        let notFromFile = config.knobs.filter { $0.source == .defaultValue && $0.value != "(none)" }
+        #expect(notFromFile.map(\.key) == [])
+        // And the example's values are the defaults: the same configuration as an empty file with the same app.
+        let minimal = try fixture.write(#"{"apps": [{"bundle_id": "com.example.exports", "team_id": "TEAM000001", "key_id": "KEY0000001", "key_path": "\#(fixture.keyPath)", "attributes": {"ExportAttributes": {"progress_fields": ["completed", "percent"], "stale_after": "15m"}}}], "engine": {"progress_fields": {"*": ["progress"]}}, "kafka": {"properties": {"client.id": "fanout", "statistics.interval.ms": 0}}}"#)
+        var defaults = try FanoutConfiguration.load(path: minimal, environment: [:])
+        var example = config
+        defaults.knobs = []
+        example.knobs = []
+        #expect(example == defaults)
+    }
+}
