@@ -49,6 +49,10 @@ struct ValidateCommand: Command {
         return summary.rejected == 0 ? 0 : 1
     }
 
+    struct InputError: Error, CustomStringConvertible {
+        var description: String
+    }
+
     struct Summary {
         var valid = 0
         var rejected = 0
@@ -92,10 +96,6 @@ struct ValidateCommand: Command {
         if path != "-" { try handle.close() }
         return summary
     }
-}
-
-struct InputError: Error, CustomStringConvertible {
-    var description: String
 }
 
 /// Splits a byte stream into numbered lines, holding at most `maxLineBytes + 1` bytes of any one line

@@ -14,10 +14,17 @@ public struct EventDecoder: Sendable {
     public let policy: EventPolicy
     /// The one configured app, which events may then omit.
     private let onlyApp: String?
+    /// Configured apps as UTF-8, matched against the raw `app` bytes so a valid event reuses the
+    /// configured string instead of allocating one.
+    private let appNames: [(name: [UInt8], value: String)]
+
+    static let eventKinds: [(name: [UInt8], value: EventKind)] = EventKind.allCases.map { (Array($0.rawValue.utf8), $0) }
+    static let importances: [(name: [UInt8], value: Importance)] = [Importance.major, .minor].map { (Array($0.rawValue.utf8), $0) }
 
     public init(policy: EventPolicy) {
         self.policy = policy
         self.onlyApp = policy.apps.count == 1 ? policy.apps.first : nil
+        self.appNames = policy.apps.sorted().map { (Array($0.utf8), $0) }
     }
 
     /// Decodes one event. `key` is the Kafka message key, when there is one: it must equal the
@@ -56,7 +63,7 @@ public struct EventDecoder: Sendable {
         let id = try reader.boundedString(idNode, maxBytes: 256, reason: .invalidID, field: "id")
 
         guard let eventNode = fields[.event] else { throw EventRejection(.missingEvent, "missing \"event\"; set it to \"start\", \"update\" or \"end\"") }
-        guard reader.kind(eventNode) == .string, let kind = EventKind(rawValue: reader.string(eventNode)) else {
+        guard let kind = reader.oneOf(eventNode, EventDecoder.eventKinds) else {
             throw EventRejection(.invalidEvent, "\"event\" is \(reader.excerpt(eventNode)); it must be \"start\", \"update\" or \"end\"")
         }
 
@@ -78,7 +85,7 @@ public struct EventDecoder: Sendable {
 
         var importance: Importance?
         if let node = fields[.importance] {
-            guard reader.kind(node) == .string, let value = Importance(rawValue: reader.string(node)) else {
+            guard let value = reader.oneOf(node, EventDecoder.importances) else {
                 throw EventRejection(.invalidImportance, "\"importance\" is \(reader.excerpt(node)); it must be \"major\" or \"minor\"")
             }
             importance = value
@@ -197,6 +204,7 @@ public struct EventDecoder: Sendable {
         guard reader.kind(node) == .string else {
             throw EventRejection(.unknownApp, "\"app\" is \(reader.kindName(node)); it must be a bundle id string")
         }
+        if let known = reader.oneOf(node, appNames) { return known }
         let app = reader.string(node)
         if policy.apps.isEmpty {
             guard EventReader.isBundleID(app) else {

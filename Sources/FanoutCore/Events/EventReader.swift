@@ -64,6 +64,13 @@ struct EventReader {
     func double(_ node: Int) -> Double { document.double(node, in: bytes) }
     func raw(_ node: Int) -> [UInt8] { document.raw(node, in: bytes) }
 
+    /// The value paired with the string at `node`, when the string equals one of the names.
+    func oneOf<Value>(_ node: Int, _ choices: [(name: [UInt8], value: Value)]) -> Value? {
+        guard kind(node) == .string else { return nil }
+        for choice in choices where document.stringEquals(node, choice.name, in: bytes) { return choice.value }
+        return nil
+    }
+
     func kindName(_ node: Int) -> String {
         switch document[node].kind {
         case .object: "an object"

@@ -74,6 +74,12 @@ struct JSONDocument: Sendable {
     func keysEqual(_ a: Int, _ b: Int, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let nodeA = nodes[a], nodeB = nodes[b]
         if nodeA.flag || nodeB.flag { return stringBytes(a, in: bytes) == stringBytes(b, in: bytes) }
+        return keysEqual(nodeA, nodeB, in: bytes)
+    }
+
+    /// Raw comparison of two unescaped string nodes (an escaped one is compared after unescaping).
+    func keysEqual(_ nodeA: JSONNode, _ nodeB: JSONNode, in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        if nodeA.flag || nodeB.flag { return Self.unescaped(nodeA, in: bytes) == Self.unescaped(nodeB, in: bytes) }
         let length = Int(nodeA.end - nodeA.start)
         guard length == Int(nodeB.end - nodeB.start) else { return false }
         let baseA = Int(nodeA.start), baseB = Int(nodeB.start)
@@ -83,7 +89,10 @@ struct JSONDocument: Sendable {
 
     /// The unescaped UTF-8 bytes of the string at `index`.
     func stringBytes(_ index: Int, in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-        let node = nodes[index]
+        Self.unescaped(nodes[index], in: bytes)
+    }
+
+    static func unescaped(_ node: JSONNode, in bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         let inner = UnsafeBufferPointer(rebasing: bytes[(Int(node.start) + 1)..<(Int(node.end) - 1)])
         guard node.flag else { return Array(inner) }
         var out: [UInt8] = []
@@ -105,11 +114,11 @@ struct JSONDocument: Sendable {
             case UInt8(ascii: "r"): out.append(0x0D)
             case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
-                var scalar = Self.hex4(inner, at: i)
+                var scalar = hex4(inner, at: i)
                 i += 4
                 if (0xD800...0xDBFF).contains(scalar) {
                     // The reader guaranteed a following \uDC00-\uDFFF escape.
-                    let low = Self.hex4(inner, at: i + 2)
+                    let low = hex4(inner, at: i + 2)
                     i += 6
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                 }

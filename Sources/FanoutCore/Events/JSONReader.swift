@@ -52,12 +52,17 @@ struct JSONReader {
     }
 
     private mutating func skipWhitespace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x20, 0x0A, 0x0D, 0x09: index += 1
-            default: return
+        var scan = index
+        let count = bytes.count
+        while scan < count {
+            switch bytes[scan] {
+            case 0x20, 0x0A, 0x0D, 0x09: scan += 1
+            default:
+                index = scan
+                return
             }
         }
+        index = scan
     }
 
     private mutating func readValue(depth: Int) throws(JSONReadError) {
@@ -146,23 +151,34 @@ struct JSONReader {
     }
 
     private func rejectDuplicateKeys(object: Int) throws(JSONReadError) {
-        let document = JSONDocument(nodes: nodes)
         let count = Int(nodes[object].count)
         if count <= 16 {
-            var keyA = object + 1
-            for _ in 0..<count {
-                var keyB = nodes[keyA + 1].next
-                while keyB < nodes[object].next {
-                    if document.keysEqual(keyA, keyB, in: bytes) {
-                        throw JSONReadError(.duplicateKey, at: Int(nodes[keyB].start),
-                                            "duplicate member name \"\(document.string(keyB, in: bytes).prefix(64))\"")
+            // Small objects: compare every pair, cheapest test (raw length) first.
+            let duplicate: Int? = nodes.withUnsafeBufferPointer { nodes in
+                let end = nodes[object].next
+                var keyA = object + 1
+                while keyA < end {
+                    let a = nodes[keyA]
+                    var keyB = nodes[keyA + 1].next
+                    while keyB < end {
+                        let b = nodes[keyB]
+                        if a.flag || b.flag || a.end - a.start == b.end - b.start,
+                           JSONDocument(nodes: []).keysEqual(a, b, in: bytes) {
+                            return keyB
+                        }
+                        keyB = nodes[keyB + 1].next
                     }
-                    keyB = nodes[keyB + 1].next
+                    keyA = nodes[keyA + 1].next
                 }
-                keyA = nodes[keyA + 1].next
+                return nil
+            }
+            if let duplicate {
+                throw JSONReadError(.duplicateKey, at: Int(nodes[duplicate].start),
+                                    "duplicate member name \"\(JSONDocument(nodes: nodes).string(duplicate, in: bytes).prefix(64))\"")
             }
             return
         }
+        let document = JSONDocument(nodes: nodes)
         var seen = Set<[UInt8]>(minimumCapacity: count)
         var key = object + 1
         for _ in 0..<count {
@@ -179,6 +195,18 @@ struct JSONReader {
         index += 1
         var escaped = false
         while true {
+            // Fast path: plain ASCII needs no work beyond finding the next special byte.
+            var scan = index
+            let count = bytes.count
+            while scan < count {
+                let byte = bytes[scan]
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
+                scan += 1
+            }
+            index = scan
+            if index - start - 1 > limits.maxStringBytes {
+                throw JSONReadError(.stringTooLong, at: start, "string longer than \(limits.maxStringBytes) bytes")
+            }
             guard index < bytes.count else { throw JSONReadError(.malformed, at: start, "unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
@@ -189,13 +217,8 @@ struct JSONReader {
                 try readEscape()
             } else if byte < 0x20 {
                 throw JSONReadError(.malformed, at: index, "control character U+00\(hexByte(byte)) inside a string; escape it")
-            } else if byte < 0x80 {
-                index += 1
             } else {
                 try validateUTF8Sequence()
-            }
-            if index - start - 1 > limits.maxStringBytes {
-                throw JSONReadError(.stringTooLong, at: start, "string longer than \(limits.maxStringBytes) bytes")
             }
         }
         var node = JSONNode(kind: .string, start: start, end: index, subtreeEnd: nodes.count + 1)
