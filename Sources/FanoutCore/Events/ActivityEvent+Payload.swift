@@ -10,7 +10,10 @@ extension ActivityEvent {
             timestamp: timestamp,
             contentState: contentState.bytes,
             alert: alert?.bytes,
-            staleDate: staleDate ?? defaultStaleAfter.map { timestamp + $0 },
+            staleDate: staleDate ?? defaultStaleAfter.map { after in
+                let (sum, overflow) = timestamp.addingReportingOverflow(after)
+                return overflow ? (after < 0 ? Int64.min : Int64.max) : sum
+            },
             dismissalDate: kind == .end ? dismissalDate : nil,
             relevanceScore: relevanceScore,
             attributesType: kind == .start ? attributesType : nil,

@@ -39,7 +39,8 @@ public struct ContentField: Sendable, Hashable {
 /// nothing here has to be parsed again.
 public struct ActivityEvent: Sendable, Hashable {
     public var id: String
-    /// Bundle id; `nil` when the producer left it out (allowed when one app is configured).
+    /// Bundle id. `EventDecoder` always sets it: when the producer left it out (allowed only when
+    /// exactly one app is configured) it fills in that app. `nil` only for events built by hand.
     public var app: String?
     public var lane: Lane
     /// Activity key (activity lane) or base64 channel id (broadcast lane).

@@ -52,7 +52,8 @@ public struct EventDecoder: Sendable {
         }
         let reader = try EventReader(bytes: bytes, policy: policy)
         let fields = try reader.topLevelFields()
-        let latest = now + policy.maxFutureSeconds
+        let (sum, overflow) = now.addingReportingOverflow(max(0, policy.maxFutureSeconds))
+        let latest = overflow ? Int64.max : sum
 
         guard let version = fields[.v] else { throw EventRejection(.unsupportedVersion, "missing \"v\"; set \"v\": 1") }
         guard reader.integer(version) == 1 else {

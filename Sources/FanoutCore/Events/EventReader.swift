@@ -120,7 +120,7 @@ struct EventReader {
             throw EventRejection(invalid, "\"\(field)\" is \(value); it must be a positive number of UNIX seconds")
         }
         if value > latest {
-            throw EventRejection(.dateTooFarAhead, "\"\(field)\" \(value) is \(value - now) s after now (\(now)); at most \(latest - now) s ahead is allowed (iOS drops Live Activity dates more than 8 h out)")
+            throw EventRejection(.dateTooFarAhead, "\"\(field)\" \(value) is more than \(latest.subtractingReportingOverflow(now).partialValue) s after now (\(now)); iOS drops Live Activity dates more than 8 h out, so send the time the state changed")
         }
         return value
     }

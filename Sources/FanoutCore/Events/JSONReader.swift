@@ -31,6 +31,8 @@ struct JSONReader {
     /// Parses `bytes` as one JSON document. On success node 0 is the top-level value.
     static func read(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits = Limits(),
                      reservingCapacity capacity: Int = 64) throws(JSONReadError) -> JSONDocument {
+        // Node offsets are 32-bit to keep nodes small; events are kilobytes, so this is no limit in practice.
+        guard bytes.count < Int(Int32.max) else { throw JSONReadError(.malformed, at: 0, "input larger than 2 GiB") }
         var nodes: [JSONNode] = []
         nodes.reserveCapacity(capacity)
         var reader = JSONReader(bytes: bytes, limits: limits, nodes: nodes)

@@ -132,3 +132,15 @@ import Testing
         #expect(rejection.description.hasPrefix("timestamp-in-milliseconds: "))
     }
 }
+
+@Suite struct EventDecoderBoundsTests {
+    typealias F = EventFixtures
+
+    /// Extreme clocks and policy values must not trap on overflow.
+    @Test func extremeNowAndPolicyValuesDoNotOverflow() {
+        let bytes = F.bytes(F.update(["timestamp": 99_999_999_999]))
+        let wide = EventDecoder(policy: EventPolicy(apps: [F.app], maxFutureSeconds: .max, defaultStaleAfter: .max))
+        #expect(F.reason(wide.decode(bytes, key: nil, lane: .activity, now: .max)) == nil)
+        #expect(F.reason(F.decoder().decode(bytes, key: nil, lane: .activity, now: .min)) == .dateTooFarAhead)
+    }
+}
