@@ -144,3 +144,58 @@ import Testing
         #expect(F.reason(F.decoder().decode(bytes, key: nil, lane: .activity, now: .min)) == .dateTooFarAhead)
     }
 }
+
+/// Hostile events through the whole decoder, with a size limit high enough that the parser sees them.
+@Suite struct HostileEventTests {
+    typealias F = EventFixtures
+    let decoder = EventDecoder(policy: EventPolicy(apps: [F.app], maxEventBytes: 16 << 20))
+
+    func reason(_ bytes: [UInt8]) -> RejectionReason? {
+        F.reason(decoder.decode(bytes, key: nil, lane: .activity, now: F.now))
+    }
+
+    @Test func deepNestingIsTooDeep() {
+        let deep = #"{"v":1,"content_state":"# + String(repeating: #"{"a":"#, count: 100_000) + "1" + String(repeating: "}", count: 100_001)
+        #expect(reason(Array(deep.utf8)) == .tooDeep)
+    }
+
+    @Test func tenMegabyteStringIsRejectedByPayloadSize() {
+        let huge = F.update(["content_state": ["text": String(repeating: "x", count: 10_000_000)]])
+        #expect(reason(F.bytes(huge)) == .payloadTooLarge)
+        #expect(F.reason(F.decode(huge)) == .eventTooLarge)  // default 64 KiB limit: never parsed
+    }
+
+    @Test func byteOrderMarkIsMalformed() {
+        #expect(reason([0xEF, 0xBB, 0xBF] + F.bytes(F.update())) == .malformedJSON)
+    }
+
+    @Test func trailingGarbageAndSecondObjectAreMalformed() {
+        #expect(reason(F.bytes(F.update()) + Array("x".utf8)) == .malformedJSON)
+        #expect(reason(F.bytes(F.update()) + F.bytes(F.update())) == .malformedJSON)
+        #expect(reason(F.bytes(F.update()) + Array(" \n".utf8)) == nil)
+    }
+
+    @Test func specialNumbersInContentState() {
+        func state(_ number: String) -> [UInt8] {
+            Array(#"{"v":1,"id":"e","app":"com.example.exports","activity":"a","event":"update","timestamp":1772788200,"content_state":{"n":"#.utf8)
+                + Array(number.utf8) + Array("}}".utf8)
+        }
+        #expect(reason(state("NaN")) == .malformedJSON)
+        #expect(reason(state("Infinity")) == .malformedJSON)
+        #expect(reason(state("1e400")) == .malformedJSON)
+        #expect(reason(state("-0")) == nil)
+        #expect(reason(state("1e-400")) == nil)
+    }
+
+    @Test func overlongAndSurrogateUTF8InAnyString() {
+        for sequence: [UInt8] in [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF8, 0x88, 0x80, 0x80, 0x80]] {
+            let bytes = Array(#"{"v":1,"id":""#.utf8) + sequence + Array(#""}"#.utf8)
+            #expect(reason(bytes) == .invalidUTF8)
+        }
+    }
+
+    @Test func duplicateTopLevelKeyWithDifferentValues() {
+        let text = #"{"v":1,"id":"e","app":"com.example.exports","activity":"a","activity":"b","event":"update","timestamp":1772788200,"content_state":{}}"#
+        #expect(reason(Array(text.utf8)) == .duplicateKey)
+    }
+}
