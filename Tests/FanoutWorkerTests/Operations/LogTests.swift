@@ -37,6 +37,18 @@ final class LineCollector: Sendable {
         #expect(object["ratio"] as? Double == 0.5)
     }
 
+    @Test func escapesEveryControlCharacterAndKeepsUnicode() throws {
+        let lines = LineCollector()
+        let log = Log(level: .info, sink: lines.sink)
+        let text = "é ✓ 🚀 tab\t cr\r nul\u{0} bell\u{7} esc\u{1B} slash\\ quote\""
+        log.info(text, ["f": .string(text)])
+        let line = try #require(lines.all.first)
+        #expect(!line.dropLast().contains { $0.asciiValue.map { $0 < 0x20 } ?? false })
+        let object = try #require(try lines.objects().first)
+        #expect(object["msg"] as? String == text)
+        #expect(object["f"] as? String == text)
+    }
+
     @Test func levelsFilterAndSkipFormatting() {
         let lines = LineCollector()
         let log = Log(level: .warning, sink: lines.sink)

@@ -86,72 +86,78 @@ public final class Log: Sendable {
 
     static func format(time: Date, level: LogLevel, message: String, context: [(String, LogValue)],
                        fields: KeyValuePairs<String, LogValue>) -> String {
-        var out = "{\"time\":\""
-        out += RFC3339.format(time)
-        out += "\",\"level\":\""
-        out += level.rawValue
-        out += "\",\"msg\":"
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        out.append(contentsOf: #"{"time":""#.utf8)
+        RFC3339.append(time, to: &out)
+        out.append(contentsOf: #"","level":""#.utf8)
+        out.append(contentsOf: level.rawValue.utf8)
+        out.append(contentsOf: #"","msg":"#.utf8)
         appendString(Redact.containsJWT(message) ? Redact.jwtPlaceholder : message, to: &out)
         for (name, value) in context { appendField(name, value, to: &out) }
         for (name, value) in fields { appendField(name, value, to: &out) }
-        out += "}\n"
-        return out
+        out.append(contentsOf: "}\n".utf8)
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private static func appendField(_ name: String, _ value: LogValue, to out: inout String) {
-        out += ","
+    private static func appendField(_ name: String, _ value: LogValue, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: ","))
         appendString(reservedNames.contains(name) ? "field_" + name : name, to: &out)
-        out += ":"
+        out.append(UInt8(ascii: ":"))
         switch value {
         case .string(let text):
             if Redact.containsJWT(text) { appendString(Redact.jwtPlaceholder, to: &out) }
             else if Redact.looksLikeToken(text) { appendString(Redact.token(text), to: &out) }
             else { appendString(text, to: &out) }
-        case .int(let n): out += String(n)
-        case .double(let d): out += d.isFinite ? String(d) : "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .duration(let d): out += String(DurationText.seconds(d))
+        case .int(let n): out.append(contentsOf: String(n).utf8)
+        case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .duration(let d): out.append(contentsOf: String(DurationText.seconds(d)).utf8)
         }
     }
 
-    /// Appends `text` as a JSON string literal.
-    static func appendString(_ text: String, to out: inout String) {
-        out += "\""
-        var plainStart = text.unicodeScalars.startIndex
-        let scalars = text.unicodeScalars
-        var index = scalars.startIndex
-        while index < scalars.endIndex {
-            let scalar = scalars[index]
-            let escape: String?
-            switch scalar {
-            case "\"": escape = "\\\""
-            case "\\": escape = "\\\\"
-            case "\n": escape = "\\n"
-            case "\r": escape = "\\r"
-            case "\t": escape = "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 {
-                    let hex = String(scalar.value, radix: 16)
-                    escape = "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    escape = nil
-                }
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// Appends `text` as a JSON string literal (UTF-8 passes through; quotes, backslashes and
+    /// control characters are escaped).
+    static func appendString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
+            case UInt8(ascii: "\n"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+            case UInt8(ascii: "\r"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+            case UInt8(ascii: "\t"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case 0..<0x20:
+                out.append(contentsOf: "\\u00".utf8)
+                out.append(hexDigits[Int(byte >> 4)])
+                out.append(hexDigits[Int(byte & 0xF)])
+            default: out.append(byte)
             }
-            if let escape {
-                out.unicodeScalars.append(contentsOf: scalars[plainStart..<index])
-                out += escape
-                plainStart = scalars.index(after: index)
-            }
-            index = scalars.index(after: index)
         }
-        out.unicodeScalars.append(contentsOf: scalars[plainStart..<scalars.endIndex])
-        out += "\""
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `text` as a JSON string literal to a `String`.
+    static func appendString(_ text: String, to out: inout String) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + 2)
+        appendString(text, to: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 }
 
 /// RFC 3339 UTC timestamps with milliseconds (`2026-03-06T09:10:00.123Z`), without a formatter object.
 public enum RFC3339 {
     public static func format(_ date: Date) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        append(date, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func append(_ date: Date, to out: inout [UInt8]) {
         let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         var days = totalMillis >= 0 ? totalMillis / 86_400_000 : (totalMillis - 86_399_999) / 86_400_000
         let millisOfDay = totalMillis - days * 86_400_000
@@ -166,16 +172,28 @@ public enum RFC3339 {
         let month = mp < 10 ? mp + 3 : mp - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
 
-        let hour = millisOfDay / 3_600_000
-        let minute = millisOfDay / 60_000 % 60
-        let second = millisOfDay / 1000 % 60
-        let millis = millisOfDay % 1000
-        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(hour, 2) + ":" + pad(minute, 2) + ":"
-            + pad(second, 2) + "." + pad(millis, 3) + "Z"
+        digits(year, 4, &out); out.append(UInt8(ascii: "-"))
+        digits(month, 2, &out); out.append(UInt8(ascii: "-"))
+        digits(day, 2, &out); out.append(UInt8(ascii: "T"))
+        digits(millisOfDay / 3_600_000, 2, &out); out.append(UInt8(ascii: ":"))
+        digits(millisOfDay / 60_000 % 60, 2, &out); out.append(UInt8(ascii: ":"))
+        digits(millisOfDay / 1000 % 60, 2, &out); out.append(UInt8(ascii: "."))
+        digits(millisOfDay % 1000, 3, &out); out.append(UInt8(ascii: "Z"))
     }
 
-    private static func pad(_ value: Int64, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    /// Zero-padded decimal of a non-negative value (years before 0 do not occur in logs).
+    private static func digits(_ value: Int64, _ width: Int, _ out: inout [UInt8]) {
+        var value = max(0, value)
+        var buffer: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (48, 48, 48, 48, 48, 48)
+        var count = 0
+        withUnsafeMutableBytes(of: &buffer) { raw in
+            repeat {
+                raw[5 - count] = UInt8(48 + value % 10)
+                value /= 10
+                count += 1
+            } while value > 0 && count < 6
+            let used = max(count, width)
+            out.append(contentsOf: raw[(6 - used)...])
+        }
     }
 }

@@ -15,14 +15,18 @@ public enum Redact {
 
     /// True when `text` contains something shaped like a JWT (`eyJ…` header, three base64url parts).
     public static func containsJWT(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count >= 20 else { return false }
-        var index = 0
-        while index + 3 <= bytes.count {
+        guard text.utf8.count >= 20 else { return false }
+        if let found = text.utf8.withContiguousStorageIfAvailable({ containsJWT(bytes: $0) }) { return found }
+        return containsJWT(bytes: Array(text.utf8)[...])
+    }
+
+    private static func containsJWT<Bytes: RandomAccessCollection>(bytes: Bytes) -> Bool where Bytes.Element == UInt8, Bytes.Index == Int {
+        var index = bytes.startIndex
+        while index + 3 <= bytes.endIndex {
             if bytes[index] == UInt8(ascii: "e"), bytes[index + 1] == UInt8(ascii: "y"), bytes[index + 2] == UInt8(ascii: "J") {
                 var dots = 0
                 var end = index
-                while end < bytes.count, isBase64URL(bytes[end]) || bytes[end] == UInt8(ascii: ".") {
+                while end < bytes.endIndex, isBase64URL(bytes[end]) || bytes[end] == UInt8(ascii: ".") {
                     if bytes[end] == UInt8(ascii: ".") { dots += 1 }
                     end += 1
                 }
