@@ -168,13 +168,9 @@ public struct FanoutEngine: Sendable {
         }
     }
 
-    /// When `tick` next has work, or nil when nothing is scheduled.
-    public mutating func nextDeadline() -> Nanoseconds? {
-        while let top = heap.top {
-            let index = Int(top.slot)
-            if targets[index].live && targets[index].generation == top.generation { break }
-            _ = heap.pop()
-        }
+    /// When `tick` next has work, or nil when nothing is scheduled. May be early (a timer that was
+    /// superseded); `tick` then simply finds nothing to do.
+    public func nextDeadline() -> Nanoseconds? {
         var deadline = heap.top?.deadline
         for app in paused.values where app.probeSendID == 0 && !app.parked.isEmpty {
             deadline = min(deadline ?? app.probeAt, app.probeAt)

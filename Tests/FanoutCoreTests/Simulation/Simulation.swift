@@ -1,0 +1,264 @@
+import APNsModel
+@testable import FanoutCore
+
+/// A deterministic driver: one seeded run of the engine against a simulated Kafka, APNs and token API,
+/// in virtual time, checking DESIGN.md §3/§4 invariants as it goes and at the end.
+struct Simulation {
+    struct Violation: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// What the simulated world knows about each target within one ownership epoch of its partition.
+    struct TargetWatch {
+        var lastSendAt: Nanoseconds = Int64.min / 4
+        var lastAttemptTimestamp: Int64 = Int64.min
+        var lastDeliveredTimestamp: Int64 = Int64.min
+        var endDelivered = false
+        var inFlight = 0
+        var bucket: TokenBucket?
+    }
+
+    enum Done { case delivered, resolved, dropped(DropReason) }
+
+    struct Flight {
+        var request: SendRequest
+        var completeAt: Nanoseconds
+        var outcome: SendOutcome
+    }
+
+    let seed: UInt64
+    var random: SeededRandom
+    var configuration: EngineConfiguration
+    var engine: FanoutEngine
+    var workload: SimulatedWorkload
+    var now: Nanoseconds
+    let start: Nanoseconds
+    let horizon: Nanoseconds
+
+    var position: [PartitionID: Int] = [:]
+    var assigned: Set<PartitionID> = []
+    var epoch: [PartitionID: Int] = [:]
+    var reassignAt: [PartitionID: Nanoseconds] = [:]
+    var done: [PartitionID: [Int64: Done]] = [:]
+    var committed: [PartitionID: Int64] = [:]
+    var watches: [String: TargetWatch] = [:]
+    var deliveredTimestamps: [String: Set<Int64>] = [:]
+    var pushToStartBuckets: [String: TokenBucket] = [:]
+    var flights: [UInt64: Flight] = [:]
+    var resolutions: [(at: Nanoseconds, id: ResolutionID?, rejected: EventSource?, sources: [EventSource], kind: Done)] = []
+    var tokenEvents: [(at: Nanoseconds, key: String, token: String, registeredAt: Int64)] = []
+    var latestToken: [String: (token: String, registeredAt: Int64)] = [:]
+    var deadTokens: Set<String> = []
+    /// Offsets of sends APNs answered 410 for, keyed by token|key, until the engine asks for feedback.
+    var pendingFeedback: [String: [EventSource]] = [:]
+    var outages: [(from: Nanoseconds, to: Nanoseconds, tooMany: Bool)] = []
+    var configBroken: (app: String, from: Nanoseconds, to: Nanoseconds)?
+    var nextRevokeAt: Nanoseconds
+    var healed = false
+    var steps = 0
+    var nextArrival: [(PartitionID, Nanoseconds)] = []
+    var assignedOrder: [PartitionID] = []
+    var stats = SimulationStats()
+
+    init(seed: UInt64) {
+        self.seed = seed
+        random = SeededRandom(seed: seed)
+        start = 1_772_000_000 * Nanoseconds.nanosecondsPerSecond
+        horizon = Nanoseconds(random.between(60, 900)) * Nanoseconds.nanosecondsPerSecond
+        now = start
+        configuration = EngineConfiguration()
+        configuration.randomSeed = seed
+        configuration.meaningProfiles["SimAttributes"] = MeaningProfile(progressFields: ["done"], minProgressDelta: 10, maxQuiet: 30 * 1_000_000_000)
+        configuration.attributesTypeByApp = ["com.sim.a": "SimAttributes", "com.sim.b": "SimAttributes"]
+        configuration.frequentUpdatesApps = ["com.sim.b"]
+        configuration.backoffBase = 200_000_000
+        configuration.backoffCap = 60 * 1_000_000_000
+        configuration.configProbeInterval = 20 * 1_000_000_000
+        configuration.dedupeWindowPerPartition = 16 + random.below(64)
+        configuration.forgetIdleAfter = .hours(48)
+        configuration.forgetEndedAfter = .hours(48)
+        configuration.maxIncompletePerPartition = 40 + random.below(200)
+        engine = FanoutEngine(configuration: configuration)
+        workload = SimulatedWorkload(random: &random, start: start, horizon: horizon)
+        nextRevokeAt = start + random.between(5, 120) * 1_000_000_000
+        for _ in 0..<random.below(4) {
+            let from = start + random.between(0, horizon / 1_000_000_000) * 1_000_000_000
+            outages.append((from, from + random.between(1, random.chance(0.3) ? 600 : 60) * 1_000_000_000, random.chance(0.5)))
+        }
+        if random.chance(0.15) {
+            let from = start + random.between(0, horizon / 1_000_000_000) * 1_000_000_000
+            configBroken = (SimulatedWorkload.apps[random.below(2)], from, from + random.between(1, 120) * 1_000_000_000)
+        }
+        for (key, time, at) in workload.initialTokens {
+            let token = "tok-\(key)-0"
+            tokenEvents.append((time, key, token, at))
+            if random.chance(0.1) { deadTokens.insert(token) }
+            if random.chance(0.3) {  // a rotation later
+                tokenEvents.append((time + random.between(1, horizon / 1_000_000_000) * 1_000_000_000, key, "tok-\(key)-1", at + 500))
+            }
+        }
+        assignedOrder = workload.logs.keys.sorted(by: { $0.description < $1.description })
+        for partition in assignedOrder { assign(partition) }
+    }
+
+    func fail(_ message: String) -> Violation {
+        Violation(description: "seed \(seed) at t=+\(Double(now - start) / 1e9)s: \(message)")
+    }
+
+    // MARK: Running
+
+    mutating func run() throws {
+        let healAt = start + horizon + 60 * 1_000_000_000
+        let giveUpAt = healAt + .hours(3)
+        while true {
+            steps += 1
+            if steps > 2_000_000 { throw fail("did not settle after 2M steps") }
+            if !healed && now >= healAt { heal() }
+            try step()
+            if healed && isSettled() { break }
+            guard let next = nextTime() else { break }
+            if next > giveUpAt { throw fail("did not settle within 3 h of healing: \(engine.totalLoad)") }
+            now = max(now, next)
+        }
+        try checkCommits()
+        try finalChecks()
+    }
+
+    mutating func heal() {
+        healed = true
+        outages = []
+        configBroken = nil
+        for partition in assignedOrder where !assigned.contains(partition) { assign(partition) }
+    }
+
+    func isSettled() -> Bool {
+        guard flights.isEmpty, resolutions.isEmpty, engine.totalLoad.inFlight == 0,
+              tokenEvents.allSatisfy({ $0.at < now }) else { return false }
+        for (partition, log) in workload.logs where position[partition, default: 0] < log.count || !assigned.contains(partition) { return false }
+        return engine.totalLoad.incomplete == 0
+    }
+
+    /// The next instant anything can happen. Written with plain loops: this runs every step of every
+    /// seed in a debug build.
+    func nextTime() -> Nanoseconds? {
+        var next = Int64.max
+        for (partition, arrival) in nextArrival { next = min(next, max(arrival, now)); _ = partition }
+        for flight in flights.values { next = min(next, flight.completeAt) }
+        for resolution in resolutions { next = min(next, resolution.at) }
+        for event in tokenEvents where event.at >= now { next = min(next, event.at) }
+        for at in reassignAt.values { next = min(next, at) }
+        if let deadline = engine.nextDeadline() { next = min(next, max(deadline, now)) }
+        if !healed { next = min(next, max(nextRevokeAt, now), start + horizon + 60 * 1_000_000_000) }
+        guard next != Int64.max else { return nil }
+        return next <= now ? now + 1_000 : next
+    }
+
+    /// Arrival time of the next readable record of each assigned, unpaused partition.
+    mutating func refreshArrivals() {
+        nextArrival.removeAll(keepingCapacity: true)
+        for partition in assignedOrder where assigned.contains(partition) {
+            let log = workload.logs[partition]!
+            let index = position[partition, default: 0]
+            if index < log.count && !engine.shouldPause(partition) { nextArrival.append((partition, log[index].arrival)) }
+        }
+    }
+
+    mutating func step() throws {
+        var actions: [EngineAction] = []
+        // Token API.
+        for index in tokenEvents.indices.reversed() where tokenEvents[index].at <= now {
+            let event = tokenEvents.remove(at: index)
+            latestToken[event.key] = (event.token, event.registeredAt)
+            let partition = SimulatedWorkload.partition(for: event.key, lane: .activity)
+            if assigned.contains(partition) {
+                engine.tokenRegistered(key: event.key, token: event.token, app: nil, environment: "sandbox", at: event.registeredAt,
+                                       partition: partition.partition, now: now, into: &actions)
+            }
+        }
+        // Kafka produce acks for dead letters and feedback.
+        for index in resolutions.indices.reversed() where resolutions[index].at <= now {
+            let resolution = resolutions.remove(at: index)
+            for source in resolution.sources { markDone(source, resolution.kind) }
+            if let id = resolution.id { engine.resolve(id) }
+            if let source = resolution.rejected { engine.resolveRejected(source) }
+        }
+        // APNs responses.
+        for sendID in flights.keys.filter({ flights[$0]!.completeAt <= now }).sorted() {
+            let flight = flights.removeValue(forKey: sendID)!
+            try observeOutcome(flight)
+            engine.complete(sendID, outcome: flight.outcome, now: now, into: &actions)
+        }
+        // Rebalances.
+        if !healed && now >= nextRevokeAt {
+            nextRevokeAt = now + random.between(10, 300) * 1_000_000_000
+            if let victim = assignedOrder.filter({ assigned.contains($0) }).randomElement(using: &random) {
+                try revoke(victim, into: &actions)
+            }
+        }
+        for (partition, at) in reassignAt where at <= now {
+            reassignAt[partition] = nil
+            assign(partition)
+        }
+        // Consumer fetch.
+        for partition in assignedOrder where assigned.contains(partition) {
+            guard let log = workload.logs[partition] else { continue }
+            while position[partition, default: 0] < log.count, log[position[partition]!].arrival <= now, !engine.shouldPause(partition) {
+                let offset = position[partition]!
+                position[partition] = offset + 1
+                let source = EventSource(partition: partition, offset: Int64(offset))
+                stats.events += 1
+                if log[offset].rejected {
+                    engine.receiveRejected(source)
+                    resolutions.append((now + random.between(1_000_000, 50_000_000), nil, source, [source], .resolved))
+                } else {
+                    engine.receive(log[offset].event, from: source, now: now, into: &actions)
+                }
+                try handle(&actions)
+            }
+        }
+        engine.tick(now: now, into: &actions)
+        try handle(&actions)
+        if random.chance(0.2) { try checkCommits() }
+        refreshArrivals()
+    }
+
+    mutating func assign(_ partition: PartitionID) {
+        assigned.insert(partition)
+        engine.assign(partition)
+        position[partition] = Int(committed[partition] ?? 0)
+        // The owner re-reads activity-tokens for this partition from the beginning.
+        guard partition.topic == SimulatedWorkload.activityTopic else { return }
+        var ignored: [EngineAction] = []
+        for key in latestToken.keys.sorted() where SimulatedWorkload.partition(for: key, lane: .activity) == partition {
+            let record = latestToken[key]!
+            engine.tokenRegistered(key: key, token: record.token, app: nil, environment: "sandbox", at: record.registeredAt,
+                                   partition: partition.partition, now: now, into: &ignored)
+        }
+        precondition(ignored.isEmpty, "no targets exist on a freshly assigned partition")
+    }
+
+    mutating func revoke(_ partition: PartitionID, into actions: inout [EngineAction]) throws {
+        // The worker waits for the partition's in-flight sends before giving it up.
+        for sendID in flights.keys.sorted() where flights[sendID]!.request.partition == partition {
+            let flight = flights.removeValue(forKey: sendID)!
+            try observeOutcome(flight)
+            engine.complete(sendID, outcome: flight.outcome, now: now, into: &actions)
+        }
+        try handle(&actions)
+        // Produce acks for its dead letters arrive before the final commit, too.
+        for index in resolutions.indices.reversed() where resolutions[index].sources.first?.partition == partition {
+            let resolution = resolutions.remove(at: index)
+            for source in resolution.sources { markDone(source, resolution.kind) }
+            if let id = resolution.id { engine.resolve(id) }
+            if let source = resolution.rejected { engine.resolveRejected(source) }
+        }
+        for point in engine.revoke([partition]) { try checkCommit(point) }
+        stats.revokes += 1
+        assigned.remove(partition)
+        epoch[partition, default: 0] += 1
+        for target in workload.targets where SimulatedWorkload.partition(for: target.key, lane: target.lane) == partition {
+            watches[target.key] = nil
+        }
+        reassignAt[partition] = now + random.between(0, 30) * 1_000_000_000
+    }
+}

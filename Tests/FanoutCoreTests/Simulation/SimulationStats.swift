@@ -1,0 +1,50 @@
+import APNsModel
+
+/// What a batch of simulation runs exercised, printed so a reader can see the invariants were tested
+/// against real traffic (sends, outages, revokes, drops), not vacuously.
+struct SimulationStats: CustomStringConvertible {
+    var events = 0
+    var steps = 0
+    var sends = 0
+    var priority10 = 0
+    var coalescedSends = 0
+    var feedback = 0
+    var pauses = 0
+    var resumes = 0
+    var revokes = 0
+    var drops: [String: Int] = [:]
+    var deadLetters: [String: Int] = [:]
+    var outcomes: [String: Int] = [:]
+
+    mutating func count(_ outcome: SendOutcome) {
+        let name = switch outcome {
+        case .delivered: "delivered"
+        case .tokenGone: "tokenGone"
+        case .retry: "retry"
+        case .refreshAuth: "refreshAuth"
+        case .badPayload: "badPayload"
+        case .configError: "configError"
+        }
+        outcomes[name, default: 0] += 1
+    }
+
+    mutating func add(_ other: SimulationStats) {
+        events += other.events
+        sends += other.sends
+        priority10 += other.priority10
+        coalescedSends += other.coalescedSends
+        feedback += other.feedback
+        pauses += other.pauses
+        resumes += other.resumes
+        revokes += other.revokes
+        drops.merge(other.drops, uniquingKeysWith: +)
+        deadLetters.merge(other.deadLetters, uniquingKeysWith: +)
+        outcomes.merge(other.outcomes, uniquingKeysWith: +)
+    }
+
+    var description: String {
+          "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
+            + "pauses=\(pauses) resumes=\(resumes) revokes=\(revokes) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
+    }
+}
