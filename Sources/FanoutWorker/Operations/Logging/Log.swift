@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Structured logging: one JSON object a line (`time`, `level`, `msg`, then typed fields).
 ///
@@ -38,8 +41,19 @@ public final class Log: Sendable {
         self.context = context
     }
 
+    /// Writes to file descriptor 2 with `write(2)`, retrying partial writes. A failed write (stderr
+    /// closed, EPIPE) is dropped rather than crashing the worker: there is nowhere left to report it.
     public static let standardErrorSink: Sink = { line in
-        FileHandle.standardError.write(Data(line.utf8))
+        var line = line
+        line.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
     }
 
     /// A logger that adds `fields` to every line (e.g. `["component": "kafka"]`), sharing level and sink.
