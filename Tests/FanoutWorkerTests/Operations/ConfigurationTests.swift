@@ -72,6 +72,17 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         #expect(config.kafka.properties.isEmpty)
     }
 
+    @Test func defaultsInCodeEqualLoadedDefaults() throws {
+        let fixture = try ConfigFixture()
+        var loaded = try FanoutConfiguration.load(path: try fixture.file(), environment: [:])
+        let app = FanoutConfiguration.App(bundleID: "com.example.exports", teamID: "TEAM123456", keyID: "ABCDE12345", keyPath: fixture.keyPath)
+        var inCode = FanoutConfiguration.defaults(apps: [app])
+        #expect(loaded.apps == [app])
+        loaded.knobs = []
+        inCode.knobs = []
+        #expect(inCode == loaded)
+    }
+
     @Test func environmentOverridesFile() throws {
         let fixture = try ConfigFixture()
         let path = try fixture.file(#""apns": {"activity": {"connections": 3}, "port": 2197}, "log_level": "warning""#)

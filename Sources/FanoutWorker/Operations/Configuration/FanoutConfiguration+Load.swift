@@ -44,6 +44,16 @@ extension FanoutConfiguration {
         return result
     }
 
+    /// Every knob at its default, with `apps` as given and not checked (no file access): for
+    /// `fanout demo` and tests that build a configuration in code. Mutate the result as needed.
+    public static func defaults(apps: [App] = []) -> FanoutConfiguration {
+        let context = ConfigReadContext()
+        var configuration = read(ConfigReader(path: "", node: nil, context: context))
+        configuration.apps = apps
+        configuration.knobs = context.knobs
+        return configuration
+    }
+
     private static func describeJSONError(_ error: any Error) -> String {
         if case DecodingError.dataCorrupted(let context) = error {
             if let underlying = context.underlyingError { return "\(underlying)" }

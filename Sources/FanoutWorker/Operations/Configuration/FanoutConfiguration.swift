@@ -50,6 +50,17 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var frequentUpdates: Bool
         /// Per attributes type overrides, keyed by the Swift type name (e.g. `ExportAttributes`).
         public var attributes: [String: AttributesSettings]
+
+        public init(bundleID: String, teamID: String, keyID: String, keyPath: String, environment: APNsEnvironment = .production,
+                    frequentUpdates: Bool = false, attributes: [String: AttributesSettings] = [:]) {
+            self.bundleID = bundleID
+            self.teamID = teamID
+            self.keyID = keyID
+            self.keyPath = keyPath
+            self.environment = environment
+            self.frequentUpdates = frequentUpdates
+            self.attributes = attributes
+        }
     }
 
     public struct AttributesSettings: Sendable, Equatable {
@@ -57,6 +68,11 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var progressFields: [String]?
         /// nil = use `engine.default_stale_after`.
         public var staleAfter: Duration?
+
+        public init(progressFields: [String]? = nil, staleAfter: Duration? = nil) {
+            self.progressFields = progressFields
+            self.staleAfter = staleAfter
+        }
     }
 
     public struct APNs: Sendable, Equatable {
