@@ -224,6 +224,7 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         let error = try #require(loadError(try fixture.file(), ["FANOUT_APPS__0__KEY_PATH": "/nonexistent/AuthKey.p8"]))
         #expect(error.issues.map(\.key) == ["apps[0].key_path"])
         #expect(error.description.contains("/nonexistent/AuthKey.p8"))
+        #expect(error.issues.first?.source == .environment(variable: "FANOUT_APPS__0__KEY_PATH"))
     }
 
     @Test func missingConfigFileNamesThePath() throws {

@@ -62,6 +62,9 @@ final class ConfigReader {
 
     func has(_ name: String) -> Bool { fields[name] != nil }
 
+    /// Where the value of `name` came from, for issues raised after reading it.
+    func source(of name: String) -> ConfigSource? { fields[name]?.source }
+
     /// Names present in this object, sorted (for maps keyed by free-form names such as attribute types).
     var fieldNames: [String] { fields.keys.sorted() }
 

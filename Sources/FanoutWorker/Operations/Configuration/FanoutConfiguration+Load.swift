@@ -140,17 +140,17 @@ extension FanoutConfiguration {
         for r in readers {
             let bundle = r.requiredString("bundle_id", what: "the app's bundle id, e.g. com.example.exports") ?? ""
             if !bundle.isEmpty && !bundle.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") }) {
-                r.context.issue(r.key("bundle_id"), "\"\(bundle)\" is not a bundle id (letters, digits, '.', '-')", nil)
+                r.context.issue(r.key("bundle_id"), "\"\(bundle)\" is not a bundle id (letters, digits, '.', '-')", r.source(of: "bundle_id"))
             }
             if !bundle.isEmpty && !seen.insert(bundle).inserted {
-                r.context.issue(r.key("bundle_id"), "\"\(bundle)\" is configured twice", nil)
+                r.context.issue(r.key("bundle_id"), "\"\(bundle)\" is configured twice", r.source(of: "bundle_id"))
             }
             let team = r.requiredString("team_id", what: "10-character Apple Team ID") ?? ""
-            if !team.isEmpty && !isAppleID(team) { r.context.issue(r.key("team_id"), "\"\(team)\" is not a 10-character Team ID (A–Z, 0–9)", nil) }
+            if !team.isEmpty && !isAppleID(team) { r.context.issue(r.key("team_id"), "\"\(team)\" is not a 10-character Team ID (A–Z, 0–9)", r.source(of: "team_id")) }
             let keyID = r.requiredString("key_id", what: "10-character Key ID of the .p8 key") ?? ""
-            if !keyID.isEmpty && !isAppleID(keyID) { r.context.issue(r.key("key_id"), "\"\(keyID)\" is not a 10-character Key ID (A–Z, 0–9)", nil) }
+            if !keyID.isEmpty && !isAppleID(keyID) { r.context.issue(r.key("key_id"), "\"\(keyID)\" is not a 10-character Key ID (A–Z, 0–9)", r.source(of: "key_id")) }
             let keyPath = r.requiredString("key_path", what: "path of the AuthKey_<KEYID>.p8 file") ?? ""
-            if !keyPath.isEmpty { checkReadableFile(keyPath, key: r.key("key_path"), what: "signing key", context: r.context) }
+            if !keyPath.isEmpty { checkReadableFile(keyPath, key: r.key("key_path"), what: "signing key", context: r.context, source: r.source(of: "key_path")) }
             let environment = r.choice("environment", default: APNsEnvironment.production)
             let frequent = r.bool("frequent_updates", default: false)
             var attributes: [String: AttributesSettings] = [:]
@@ -174,27 +174,27 @@ extension FanoutConfiguration {
         text.count == 10 && text.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
     }
 
-    static func checkReadableFile(_ path: String, key: String, what: String, context: ConfigReadContext) {
+    static func checkReadableFile(_ path: String, key: String, what: String, context: ConfigReadContext, source: ConfigSource?) {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            context.issue(key, "\(what) file \(path) does not exist", nil)
+            context.issue(key, "\(what) file \(path) does not exist", source)
         } else if isDirectory.boolValue {
-            context.issue(key, "\(path) is a directory, expected the \(what) file", nil)
+            context.issue(key, "\(path) is a directory, expected the \(what) file", source)
         } else if !FileManager.default.isReadableFile(atPath: path) {
-            context.issue(key, "\(what) file \(path) is not readable by this process", nil)
+            context.issue(key, "\(what) file \(path) is not readable by this process", source)
         }
     }
 
     private static func readAPNs(_ r: ConfigReader) -> APNs {
         let base = r.optionalString("base_url")
-        if let base { checkURL(base, key: r.key("base_url"), context: r.context) }
+        if let base { checkURL(base, key: r.key("base_url"), context: r.context, source: r.source(of: "base_url")) }
         let management = r.optionalString("management_base_url")
-        if let management { checkURL(management, key: r.key("management_base_url"), context: r.context) }
+        if let management { checkURL(management, key: r.key("management_base_url"), context: r.context, source: r.source(of: "management_base_url")) }
         let ca = r.optionalString("ca_file")
-        if let ca { checkReadableFile(ca, key: r.key("ca_file"), what: "CA", context: r.context) }
+        if let ca { checkReadableFile(ca, key: r.key("ca_file"), what: "CA", context: r.context, source: r.source(of: "ca_file")) }
         let port = r.int("port", default: 443, range: 1...65535)
         if port != 443 && port != 2197 {
-            r.context.issue(r.key("port"), "\(port) is not an APNs port; allowed 443 or 2197 (for a simulator set apns.base_url)", nil)
+            r.context.issue(r.key("port"), "\(port) is not an APNs port; allowed 443 or 2197 (for a simulator set apns.base_url)", r.source(of: "port"))
         }
         let timeout = r.duration("request_timeout", default: .seconds(10), range: .seconds(1)...(.seconds(120)))
         let refresh = r.duration("jwt_refresh_interval", default: .seconds(50 * 60), range: .seconds(20 * 60)...(.seconds(60 * 60)),
@@ -206,9 +206,9 @@ extension FanoutConfiguration {
                     jwtRefreshInterval: refresh, activity: activity, broadcast: broadcast)
     }
 
-    private static func checkURL(_ text: String, key: String, context: ConfigReadContext) {
+    private static func checkURL(_ text: String, key: String, context: ConfigReadContext, source: ConfigSource?) {
         guard let url = URL(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
-            context.issue(key, "\"\(text)\" is not an https URL like https://127.0.0.1:8443", nil)
+            context.issue(key, "\"\(text)\" is not an https URL like https://127.0.0.1:8443", source)
             return
         }
     }
