@@ -115,12 +115,7 @@ enum EnvironmentOverlay {
             let source = ConfigSource.environment(variable: name)
             var path = segments
             var node: ConfigNode = .string(value, source)
-            if segments[0] == "kafka", segments.count >= 2,
-               !(segments[1] == "properties" && segments.count == 2),
-               segments[1] == "properties" || !fanoutKafkaKeys.contains(segments[1]) {
-                // librdkafka property: single '_' stands for '.', e.g. SASL_MECHANISM -> sasl.mechanism.
-                let nameParts = segments[1] == "properties" ? segments.dropFirst(2) : segments.dropFirst(1)
-                let property = nameParts.joined(separator: ".").replacingOccurrences(of: "_", with: ".")
+            if let property = librdkafkaProperty(segments) {
                 path = ["kafka", "properties", property]
             } else if let first = value.trimmingCharacters(in: .whitespaces).first, first == "{" || first == "[" {
                 do {
@@ -134,6 +129,23 @@ enum EnvironmentOverlay {
                 issues.append(.init(key: path.joined(separator: "."), message: problem, source: source))
             }
         }
+    }
+
+    /// The librdkafka property a variable names, if it names one: `FANOUT_KAFKA__PROPERTIES__<NAME>`, or
+    /// `FANOUT_KAFKA__<NAME>` when NAME is not one of Fanout's kafka keys. A single `_` stands for `.`
+    /// (`SASL_MECHANISM` → `sasl.mechanism`).
+    private static func librdkafkaProperty(_ segments: [String]) -> String? {
+        guard segments.count >= 2, segments[0] == "kafka" else { return nil }
+        let nameParts: ArraySlice<String>
+        if segments[1] == "properties" {
+            guard segments.count > 2 else { return nil }  // FANOUT_KAFKA__PROPERTIES='{…}' is the JSON form
+            nameParts = segments.dropFirst(2)
+        } else if fanoutKafkaKeys.contains(segments[1]) {
+            return nil
+        } else {
+            nameParts = segments.dropFirst(1)
+        }
+        return nameParts.joined(separator: ".").replacingOccurrences(of: "_", with: ".")
     }
 
     /// Sets `node` at `path`, creating objects on the way; numeric segments index lists
