@@ -6,6 +6,7 @@ public enum Fanout {
     /// Each command lives in its own file under `Sources/FanoutCLI/Commands/`.
     static let commands: [any Command.Type] = [
         ValidateCommand.self,
+        APNsSimCommand.self,
     ]
 
     public static func main(_ argv: [String] = CommandLine.arguments) async -> Int32 {

@@ -19,8 +19,8 @@ enum DevicePushRules {
         let prefixLength = pathPrefix.utf8CodeUnitCount
         let tokenRange = (pathRange.lowerBound + prefixLength)..<pathRange.upperBound
         guard !tokenRange.isEmpty else { return .failure(Refusal(.missingDeviceToken)) }
-        let token = request.arena[tokenRange]
-        guard token.count % 2 == 0, token.count >= 16, token.count <= 400, HeaderRules.isLowercaseOrUppercaseHex(token) else {
+        let tokenIsHex = request.arena.withUnsafeBufferPointer { HeaderRules.isHex(UnsafeBufferPointer(rebasing: $0[tokenRange])) }
+        guard tokenRange.count % 2 == 0, tokenRange.count >= 16, tokenRange.count <= 400, tokenIsHex else {
             return .failure(Refusal(.badDeviceToken, "a device token is an even number of hex digits"))
         }
 

@@ -25,7 +25,8 @@ enum HeaderRules {
         return result
     }
 
-    static func isLowercaseOrUppercaseHex(_ value: ArraySlice<UInt8>) -> Bool {
-        value.allSatisfy(\.isHexDigit)
+    static func isHex(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        for byte in value where !byte.isHexDigit { return false }
+        return true
     }
 }

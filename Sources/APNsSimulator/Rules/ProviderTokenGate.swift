@@ -1,3 +1,5 @@
+import Foundation
+
 /// Per-connection provider-token rules (APNS.md §2), with the verification cached per token text so
 /// ES256 runs once per new JWT on a connection, not per request:
 /// - missing → 403 MissingProviderToken; malformed, bad signature, wrong team → 403 InvalidProviderToken;
@@ -39,12 +41,12 @@ struct ProviderTokenGate {
             return .failure(Refusal(.invalidProviderToken, "authorization must be 'bearer <JWT>'"))
         }
         let jwt = UnsafeBufferPointer(rebasing: authorization[7...])
-        if !current.isEmpty, current.elementsEqual(jwt) {
+        if Self.same(current, jwt) {
             return now - currentIssuedAt > policy.maxAgeSeconds ? .failure(Refusal(.expiredProviderToken)) : .success(false)
         }
-        if let refusal = lastInvalidRefusal, lastInvalid.elementsEqual(jwt) { return .failure(refusal) }
+        if let refusal = lastInvalidRefusal, Self.same(lastInvalid, jwt) { return .failure(refusal) }
         let verified: ProviderTokenVerifier.Verified
-        if let cached = lastVerifiedResult, lastVerified.elementsEqual(jwt) {
+        if let cached = lastVerifiedResult, Self.same(lastVerified, jwt) {
             verified = cached
         } else {
             switch verifier.verify(jwt) {
@@ -70,6 +72,11 @@ struct ProviderTokenGate {
         let first = !hasAuthenticated
         hasAuthenticated = true
         return .success(first)
+    }
+
+    private static func same(_ stored: [UInt8], _ candidate: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !stored.isEmpty, stored.count == candidate.count else { return false }
+        return stored.withUnsafeBufferPointer { memcmp($0.baseAddress!, candidate.baseAddress!, candidate.count) == 0 }
     }
 
     private static func hasBearerPrefix(_ value: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -15,24 +15,25 @@ struct SeededRandom: RandomNumberGenerator {
     /// Uniform in [0, 1).
     mutating func unit() -> Double { Double(next() >> 11) * (1.0 / 9_007_199_254_740_992.0) }
 
-    /// A random version-4 UUID in canonical lowercase form.
+    /// A random version-4 UUID in canonical lowercase form (one allocation).
     mutating func uuid() -> String {
-        let high = next(), low = next()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> (8 * UInt64(index)))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (8 * UInt64(index)))
+        var high = next(), low = next()
+        high = (high & ~UInt64(0xF000)) | 0x4000  // version 4 (nibble 12)
+        low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            var position = 0
+            for nibble in 0..<32 {
+                if nibble == 8 || nibble == 12 || nibble == 16 || nibble == 20 {
+                    buffer[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                let word = nibble < 16 ? high : low
+                let shift = UInt64(60 - 4 * (nibble % 16))
+                buffer[position] = digits.utf8Start[Int((word >> shift) & 0xF)]
+                position += 1
+            }
+            return 36
         }
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

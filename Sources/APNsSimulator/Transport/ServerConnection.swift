@@ -29,10 +29,26 @@ final class ServerConnection {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var goingAway = false
+    private var writeShutDown = false
     /// Set by a reset fault during request handling; the loop then drops the connection with RST.
     private(set) var resetRequested = false
     /// True while buffered output waits for the socket to become writable.
     private(set) var wantsWritable = false
+
+    private var headerArena: [UInt8] = []
+    private var headerSpans: [(Int, Int, Int, Int)] = []
+    private var nameValues: [nghttp2_nv] = []
+
+    private static func statusText(_ status: Int) -> String {
+        switch status {
+        case 200: "200"
+        case 400: "400"
+        case 403: "403"
+        case 410: "410"
+        case 429: "429"
+        default: String(status)
+        }
+    }
 
     struct ResponseBody {
         var bytes: [UInt8]
@@ -116,7 +132,13 @@ final class ServerConnection {
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && delayedResponses == 0 {
             return false
         }
-        if goingAway && streams.isEmpty && responseBodies.isEmpty && delayedResponses == 0 { return false }
+        if goingAway && streams.isEmpty && responseBodies.isEmpty && delayedResponses == 0 && !writeShutDown {
+            // Half-close after the GOAWAY so it reaches the peer (closing with unread input would RST it away);
+            // the loop drops the connection when the peer closes its side.
+            writeShutDown = true
+            tls.shutdown()
+            Glibc.shutdown(descriptor, Int32(SHUT_WR))
+        }
         return true
     }
 
@@ -195,36 +217,40 @@ final class ServerConnection {
     // MARK: Responses
 
     private func submit(_ plan: ResponsePlan, streamID: Int32) {
-        var fields: [(String, String)] = [(":status", String(plan.status))]
-        fields.append(contentsOf: plan.headers)
-        if let body = plan.body { fields.append(("content-length", String(body.count))) }
-        var arena: [UInt8] = []
-        var offsets: [(Int, Int, Int, Int)] = []
-        for (name, value) in fields {
-            let nameStart = arena.count
-            arena.append(contentsOf: name.utf8)
-            let valueStart = arena.count
-            arena.append(contentsOf: value.utf8)
-            offsets.append((nameStart, valueStart - nameStart, valueStart, arena.count - valueStart))
-        }
-        if let body = plan.body, !body.isEmpty { responseBodies[streamID] = ResponseBody(bytes: body) }
-        arena.withUnsafeMutableBufferPointer { bytes in
-            var nva = offsets.map { nameStart, nameLength, valueStart, valueLength in
-                nghttp2_nv(name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
-                           namelen: nameLength, valuelen: valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            if responseBodies[streamID] != nil {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
-                _ = nghttp2_submit_response(session, streamID, &nva, nva.count, &provider)
-            } else {
-                _ = nghttp2_submit_response(session, streamID, &nva, nva.count, nil)
-            }
-        }
+        // GOAWAY first (its last_stream_id still covers this stream), so clients see the reason before the last answer.
         if case .goAway(let reason) = plan.after, !goingAway {
             goingAway = true
             let json = Array("{\"reason\":\(ResponsePlan.jsonString(reason))}".utf8)
             _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
                                       NGHTTP2_NO_ERROR.rawValue, json, json.count)
+        }
+        // Header bytes go into one reused arena; nghttp2 copies them during nghttp2_submit_response.
+        headerArena.removeAll(keepingCapacity: true)
+        headerSpans.removeAll(keepingCapacity: true)
+        func add(_ name: String, _ value: String) {
+            let nameStart = headerArena.count
+            headerArena.append(contentsOf: name.utf8)
+            let valueStart = headerArena.count
+            headerArena.append(contentsOf: value.utf8)
+            headerSpans.append((nameStart, valueStart - nameStart, valueStart, headerArena.count - valueStart))
+        }
+        add(":status", Self.statusText(plan.status))
+        for (name, value) in plan.headers { add(name, value) }
+        if let body = plan.body { add("content-length", String(body.count)) }
+        if let body = plan.body, !body.isEmpty { responseBodies[streamID] = ResponseBody(bytes: body) }
+        let hasBody = responseBodies[streamID] != nil
+        headerArena.withUnsafeMutableBufferPointer { bytes in
+            nameValues.removeAll(keepingCapacity: true)
+            for (nameStart, nameLength, valueStart, valueLength) in headerSpans {
+                nameValues.append(nghttp2_nv(name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
+                                             namelen: nameLength, valuelen: valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            }
+            if hasBody {
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
+                _ = nghttp2_submit_response(session, streamID, nameValues, nameValues.count, &provider)
+            } else {
+                _ = nghttp2_submit_response(session, streamID, nameValues, nameValues.count, nil)
+            }
         }
     }
 }

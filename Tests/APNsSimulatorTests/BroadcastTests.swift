@@ -1,0 +1,133 @@
+import APNsSimulator
+import Foundation
+import Testing
+
+@Suite("Broadcast channels and sends over HTTP/2")
+struct BroadcastTests {
+    func managementHeaders(_ harness: SimulatorHarness, channel: String? = nil) -> [(String, String)] {
+        var headers = [("authorization", "bearer \(harness.jwt)")]
+        if let channel { headers.append(("apns-channel-id", channel)) }
+        return headers
+    }
+
+    func broadcastHeaders(_ harness: SimulatorHarness, channel: String?, _ overrides: [String: String?] = [:]) -> [(String, String)] {
+        var headers: [String: String] = ["authorization": "bearer \(harness.jwt)", "apns-push-type": "liveactivity",
+                                         "apns-priority": "10", "apns-expiration": "0"]
+        if let channel { headers["apns-channel-id"] = channel }
+        for (name, value) in overrides { headers[name] = value }
+        return headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    @Test func channelLifecycleThroughManagementAPI() async throws {
+        let harness = try SimulatorHarness()
+        let base = "\(harness.simulator.managementURL)/1/apps/\(SimulatorHarness.app)"
+        let requestID = "11111111-2222-4333-8444-555555555555"
+        let created = try await harness.curl(
+            url: base + "/channels", method: "POST", headers: managementHeaders(harness) + [("apns-request-id", requestID)],
+            body: "{\"message-storage-policy\": 1, \"push-type\": \"LiveActivity\"}")
+        #expect(created.status == 201)
+        #expect(created.headers["apns-request-id"] == requestID)
+        let channel = try #require(created.headers["apns-channel-id"])
+        #expect(Data(base64Encoded: channel) != nil)
+
+        let read = try await harness.curl(url: base + "/channels", method: "GET", headers: managementHeaders(harness, channel: channel), body: nil)
+        #expect(read.status == 200)
+        #expect(read.json?["message-storage-policy"] as? Int == 1)
+        #expect(read.json?["push-type"] as? String == "LiveActivity")
+
+        let list = try await harness.curl(url: base + "/all-channels", method: "GET", headers: managementHeaders(harness), body: nil)
+        #expect(list.status == 200)
+        #expect(list.json?["channels"] as? [String] == [channel])
+
+        let deleted = try await harness.curl(url: base + "/channels", method: "DELETE", headers: managementHeaders(harness, channel: channel), body: nil)
+        #expect(deleted.status == 204)
+        let again = try await harness.curl(url: base + "/channels", method: "GET", headers: managementHeaders(harness, channel: channel), body: nil)
+        #expect(again.status == 400)
+        #expect(again.reason == "ChannelNotRegistered")
+        let empty = try await harness.curl(url: base + "/all-channels", method: "GET", headers: managementHeaders(harness), body: nil)
+        #expect(empty.json?["channels"] as? [String] == [])
+    }
+
+    @Test func managementErrors() async throws {
+        let harness = try SimulatorHarness(configure: { $0.broadcastApps = [SimulatorHarness.app]; $0.maxChannelsPerApp = 1 })
+        let base = "\(harness.simulator.managementURL)/1/apps/"
+        let app = SimulatorHarness.app
+        let cases: [(String, String, String, [(String, String)], String?, Int, String)] = [
+            ("unknown attribute", base + app + "/channels", "POST", managementHeaders(harness),
+             "{\"message-storage-policy\":0,\"push-type\":\"LiveActivity\",\"x\":1}", 400, "BadRequestParams"),
+            ("bad policy", base + app + "/channels", "POST", managementHeaders(harness), "{\"message-storage-policy\":2,\"push-type\":\"LiveActivity\"}", 400, "BadRequestParams"),
+            ("missing push type", base + app + "/channels", "POST", managementHeaders(harness), "{\"message-storage-policy\":0}", 400, "MissingPushType"),
+            ("wrong push type", base + app + "/channels", "POST", managementHeaders(harness), "{\"message-storage-policy\":0,\"push-type\":\"Alert\"}", 400, "InvalidPushType"),
+            ("unparseable", base + app + "/channels", "POST", managementHeaders(harness), "{nope", 400, "BadRequestPayload"),
+            ("empty body", base + app + "/channels", "POST", managementHeaders(harness), "", 400, "PayloadEmpty"),
+            ("no JWT", base + app + "/channels", "POST", [], "{\"message-storage-policy\":0,\"push-type\":\"LiveActivity\"}", 403, "MissingProviderToken"),
+            ("missing channel id", base + app + "/channels", "GET", managementHeaders(harness), nil, 400, "MissingChannelId"),
+            ("bad channel id", base + app + "/channels", "GET", managementHeaders(harness, channel: "not base64!"), nil, 400, "BadChannelId"),
+            ("unknown channel", base + app + "/channels", "DELETE", managementHeaders(harness, channel: "AAAAAAAAAAAAAAAAAAAAAA=="), nil, 400, "ChannelNotRegistered"),
+            ("suffixed bundle", base + app + ".push-type.liveactivity/channels", "GET", managementHeaders(harness, channel: "AAAA"), nil, 400, "TopicDisallowed"),
+            ("foreign bundle", base + "com.not.ours/all-channels", "GET", managementHeaders(harness), nil, 403, "TopicMismatch"),
+            ("broadcast disabled", base + "com.example.other/all-channels", "GET", managementHeaders(harness), nil, 400, "FeatureNotEnabled"),
+            ("bad path", base + app + "/channel", "GET", managementHeaders(harness), nil, 404, "BadPath"),
+            ("bad method", base + app + "/all-channels", "POST", managementHeaders(harness), "{}", 405, "MethodNotAllowed"),
+        ]
+        for (name, url, method, headers, body, status, reason) in cases {
+            let response = try await harness.curl(url: url, method: method, headers: headers, body: body)
+            #expect(response.status == status, "\(name): \(response.body)")
+            #expect(response.reason == reason, "\(name): \(response.body)")
+            #expect(response.headers["apns-request-id"] != nil, "\(name)")
+        }
+        let create = { try await harness.curl(url: base + app + "/channels", method: "POST", headers: managementHeaders(harness),
+                                              body: "{\"message-storage-policy\":0,\"push-type\":\"LiveActivity\"}") }
+        #expect(try await create().status == 201)
+        let overLimit = try await create()
+        #expect(overLimit.status == 400)
+        #expect(overLimit.reason == "CannotCreateChannelConfig")
+    }
+
+    @Test func broadcastSendRules() async throws {
+        let harness = try SimulatorHarness()
+        let noStorage = try harness.simulator.createChannel(bundleID: SimulatorHarness.app, storagePolicy: 0)
+        let stored = try harness.simulator.createChannel(bundleID: SimulatorHarness.app, storagePolicy: 1)
+        let url = "\(harness.simulator.deviceURL)/4/broadcasts/apps/\(SimulatorHarness.app)"
+        let body = SimulatorHarness.updateBody(state: "{\"score\":\"1-0\"}")
+        let prefix = "{\"aps\":{\"timestamp\":1700000000,\"event\":\"update\",\"content-state\":{\"pad\":\""
+        let fill = 5120 - prefix.utf8.count - 4
+        let body5120 = prefix + String(repeating: "x", count: fill) + "\"}}}"
+        let body5121 = prefix + String(repeating: "x", count: fill + 1) + "\"}}}"
+        let startBody = DevicePushTests.startBody
+        typealias Case = (name: String, url: String, headers: [(String, String)], body: String, status: Int, reason: String?)
+        let cases: [Case] = [
+            ("accepted on no-storage channel", url, broadcastHeaders(harness, channel: noStorage), body, 200, nil),
+            ("stored channel with expiration", url, broadcastHeaders(harness, channel: stored, ["apns-expiration": "1900000000"]), body, 200, nil),
+            ("no-storage with expiration", url, broadcastHeaders(harness, channel: noStorage, ["apns-expiration": "1900000000"]), body, 400, "BadExpirationDate"),
+            ("missing expiration", url, broadcastHeaders(harness, channel: stored, ["apns-expiration": nil]), body, 400, "BadExpirationDate"),
+            ("missing channel", url, broadcastHeaders(harness, channel: nil), body, 400, "MissingChannelId"),
+            ("malformed channel", url, broadcastHeaders(harness, channel: "%%%"), body, 400, "BadChannelId"),
+            ("unknown channel", url, broadcastHeaders(harness, channel: "AAAAAAAAAAAAAAAAAAAAAA=="), body, 400, "ChannelNotRegistered"),
+            ("missing push type", url, broadcastHeaders(harness, channel: stored, ["apns-push-type": nil]), body, 400, "MissingPushType"),
+            ("wrong push type", url, broadcastHeaders(harness, channel: stored, ["apns-push-type": "alert"]), body, 400, "InvalidPushType"),
+            ("missing priority", url, broadcastHeaders(harness, channel: stored, ["apns-priority": nil]), body, 400, "BadPriority"),
+            ("priority 1", url, broadcastHeaders(harness, channel: stored, ["apns-priority": "1"]), body, 200, nil),
+            ("bad request id", url, broadcastHeaders(harness, channel: stored, ["apns-request-id": "x"]), body, 400, "BadMessageId"),
+            ("suffixed bundle", url + ".push-type.liveactivity", broadcastHeaders(harness, channel: stored), body, 400, "TopicDisallowed"),
+            ("foreign bundle", "\(harness.simulator.deviceURL)/4/broadcasts/apps/com.not.ours", broadcastHeaders(harness, channel: stored), body, 403, "TopicMismatch"),
+            ("start over broadcast", url, broadcastHeaders(harness, channel: stored), startBody, 400, "BadRequestPayload"),
+            ("5120 bytes", url, broadcastHeaders(harness, channel: stored), body5120, 200, nil),
+            ("5121 bytes", url, broadcastHeaders(harness, channel: stored), body5121, 413, "PayloadTooLarge"),
+            ("empty", url, broadcastHeaders(harness, channel: stored), "", 400, "PayloadEmpty"),
+        ]
+        #expect(body5120.utf8.count == 5120)
+        for testCase in cases {
+            let response = try await harness.curl(url: testCase.url, method: "POST", headers: testCase.headers, body: testCase.body)
+            #expect(response.status == testCase.status, "\(testCase.name): \(response.body)")
+            #expect(response.reason == testCase.reason, "\(testCase.name): \(response.body)")
+            #expect(response.headers["apns-request-id"] != nil, "\(testCase.name)")
+            if testCase.status == 200 { #expect(response.headers["apns-unique-id"] != nil, "\(testCase.name)") }
+        }
+        let records = harness.simulator.deliveries()
+        #expect(records.count == cases.filter { $0.status == 200 }.count)
+        #expect(records.allSatisfy { $0.kind == .broadcast && $0.token == nil })
+        #expect(records.first?.channel == noStorage)
+        #expect(harness.simulator.deviceView(channel: noStorage)?.contentState == "{\"score\":\"1-0\"}")
+    }
+}

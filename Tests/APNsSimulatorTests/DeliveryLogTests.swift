@@ -1,0 +1,90 @@
+import APNsSimulator
+import Foundation
+import Testing
+
+@Suite("Delivery log, device view and control endpoint")
+struct DeliveryLogTests {
+    @Test func deliveryLogFileHasOneJSONLinePerAcceptedPush() async throws {
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-sim-log-\(UUID().uuidString).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let harness = try SimulatorHarness(configure: { $0.deliveryLogPath = logPath })
+        #expect(try await harness.devicePush(body: SimulatorHarness.updateBody(timestamp: 1_700_000_001, state: "{\"n\":1}")).status == 200)
+        #expect(try await harness.devicePush(headers: harness.pushHeaders(["apns-topic": "nope"])).status == 400)
+        #expect(try await harness.devicePush(headers: harness.pushHeaders(["apns-priority": "5", "apns-collapse-id": "job-1"]),
+                                             body: SimulatorHarness.updateBody(timestamp: 1_700_000_002, state: "{\"n\":2}")).status == 200)
+        try harness.simulator.flushDeliveryLog()
+        let lines = try String(contentsOfFile: logPath, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 2)
+        let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.count == 2)
+        #expect(objects.map { $0["token"] as? String } == [SimulatorHarness.token, SimulatorHarness.token])
+        #expect(objects.map { $0["priority"] as? Int } == [10, 5])
+        #expect(objects[1]["collapse-id"] as? String == "job-1")
+        #expect(objects[1]["timestamp"] as? Double == 1_700_000_002)
+        let aps = try #require((objects[1]["aps"] as? String)?.data(using: .utf8))
+        let parsed = try #require(try JSONSerialization.jsonObject(with: aps) as? [String: Any])
+        #expect((parsed["content-state"] as? [String: Any])?["n"] as? Int == 2)
+    }
+
+    /// What the phone shows: newest timestamp wins, older updates are dropped, end is final.
+    @Test func deviceViewFollowsActivityKitOrdering() async throws {
+        let harness = try SimulatorHarness()
+        let sequence: [(Int, String, String)] = [
+            (100, "update", "{\"step\":\"a\"}"), (90, "update", "{\"step\":\"stale\"}"), (120, "update", "{\"step\":\"b\"}"),
+            (110, "end", "{\"step\":\"done\"}"), (130, "update", "{\"step\":\"after-end\"}"),
+        ]
+        for (timestamp, event, state) in sequence {
+            #expect(try await harness.devicePush(body: SimulatorHarness.updateBody(timestamp: timestamp, state: state, event: event)).status == 200)
+        }
+        let view = try #require(harness.simulator.deviceView(token: SimulatorHarness.token))
+        #expect(view.contentState == "{\"step\":\"done\"}")
+        #expect(view.ended)
+        #expect(view.event == "end")
+        #expect(view.applied == 3)
+        #expect(view.ignored == 2)
+        #expect(harness.simulator.deviceView(token: String(repeating: "09", count: 32)) == nil)
+    }
+
+    @Test func controlEndpointServesStatsFaultsTokensAndViews() async throws {
+        let harness = try SimulatorHarness()
+        let control = harness.simulator.controlURL
+        func http(_ method: String, _ path: String, _ body: String? = nil) async throws -> (Int, [String: Any]) {
+            var arguments = ["--silent", "--show-error", "-X", method, "-w", "\n%{http_code}", control + path]
+            if let body { arguments += ["-H", "content-type: application/json", "--data-binary", body] }
+            let result = try await SimulatorHarness.run("/usr/bin/curl", arguments)
+            let parts = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            let status = Int(parts.last ?? "") ?? 0
+            let json = parts.dropLast().joined(separator: "\n").data(using: .utf8).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+            return (status, json ?? [:])
+        }
+        let gone = String(repeating: "0a", count: 32)
+        #expect(try await http("PUT", "/tokens/\(gone)", "{\"state\":\"unregistered\",\"timestamp\":1700000000999}").0 == 200)
+        let refused = try await harness.devicePush(token: gone)
+        #expect(refused.status == 410)
+        #expect((refused.json?["timestamp"] as? NSNumber)?.int64Value == 1_700_000_000_999)
+
+        #expect(try await harness.devicePush(body: SimulatorHarness.updateBody(state: "{\"k\":\"v\"}")).status == 200)
+        let (statsStatus, stats) = try await http("GET", "/stats")
+        #expect(statsStatus == 200)
+        #expect((stats["responses"] as? [String: Int])?["410 Unregistered"] == 1)
+        #expect((stats["responses"] as? [String: Int])?["200"] == 1)
+
+        let (viewStatus, view) = try await http("GET", "/device?token=\(SimulatorHarness.token)")
+        #expect(viewStatus == 200)
+        #expect(view["content-state"] as? String == "{\"k\":\"v\"}")
+        #expect(try await http("GET", "/device?token=\(gone)").0 == 404)
+
+        #expect(try await http("PUT", "/faults", "{\"serviceUnavailableRate\":1}").0 == 200)
+        #expect(try await harness.devicePush().status == 503)
+        #expect(try await http("PUT", "/faults", "{\"internalServerErrorRate\":7}").0 == 400)
+        #expect(try await http("PUT", "/faults", "{\"outageForSeconds\":60}").0 == 200)
+        #expect(try await harness.devicePush().reason == "ServiceUnavailable")
+        #expect(try await http("PUT", "/faults", "{}").0 == 200)
+        #expect(try await harness.devicePush().status == 200)
+
+        let (createdStatus, created) = try await http("POST", "/channels", "{\"bundle-id\":\"\(SimulatorHarness.app)\",\"message-storage-policy\":0}")
+        #expect(createdStatus == 201)
+        #expect((created["channel-id"] as? String).map { Data(base64Encoded: $0) != nil } == true)
+        #expect(try await http("GET", "/nope").0 == 404)
+    }
+}

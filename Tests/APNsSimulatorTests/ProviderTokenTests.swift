@@ -1,0 +1,114 @@
+import APNsSimulator
+import FanoutCrypto
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("Provider tokens (JWT) and stream limits")
+struct ProviderTokenTests {
+    @Test func signatureTeamAndKeyAreChecked() async throws {
+        let harness = try SimulatorHarness()
+        let stranger = try SimulatorCredentials(teamID: harness.credentials.teamID, keyID: harness.credentials.keyID,
+                                                privateKey: P256PrivateKey.generate())
+        let wrongTeam = SimulatorCredentials(teamID: "OTHERTEAM1", keyID: harness.credentials.keyID, privateKey: harness.credentials.privateKey)
+        let unknownKid = SimulatorCredentials(teamID: harness.credentials.teamID, keyID: "UNKNOWNKID", privateKey: harness.credentials.privateKey)
+        let now = Int(Date().timeIntervalSince1970)
+        for (name, credentials) in [("other key", stranger), ("other team", wrongTeam), ("unknown kid", unknownKid)] {
+            let token = try credentials.providerToken(issuedAt: now)
+            let response = try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(token)"]))
+            #expect(response.status == 403, "\(name)")
+            #expect(response.reason == "InvalidProviderToken", "\(name)")
+        }
+        // A tampered signature over a valid token.
+        var tampered = harness.jwt
+        tampered.removeLast(2)
+        tampered += tampered.hasSuffix("AA") ? "BB" : "AA"
+        let response = try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(tampered)"]))
+        #expect(response.reason == "InvalidProviderToken")
+    }
+
+    @Test func tokenOlderThanAnHourIsExpired() async throws {
+        let now = Mutex<Double>(1_800_000_000)
+        let harness = try SimulatorHarness(clock: { now.withLock { $0 } })
+        #expect(try await harness.devicePush().status == 200)
+        now.withLock { $0 += 3601 }
+        let response = try await harness.devicePush()
+        #expect(response.status == 403)
+        #expect(response.reason == "ExpiredProviderToken")
+        let fresh = try harness.credentials.providerToken(issuedAt: Int(now.withLock { $0 }))
+        #expect(try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(fresh)"])).status == 200)
+    }
+
+    @Test func newTokenOnSameConnectionWithin20MinutesIsTooManyUpdates() async throws {
+        let harness = try SimulatorHarness()
+        let url = "\(harness.simulator.deviceURL)/3/device/\(SimulatorHarness.token)"
+        let newer = try harness.credentials.providerToken(issuedAt: Int(Date().timeIntervalSince1970) - 5)
+        let responses = try await harness.curlSequence([
+            (url, "POST", harness.pushHeaders(), SimulatorHarness.updateBody()),
+            (url, "POST", harness.pushHeaders(["authorization": "bearer \(newer)"]), SimulatorHarness.updateBody()),
+            (url, "POST", harness.pushHeaders(), SimulatorHarness.updateBody()),
+        ])
+        #expect(responses.map { $0.status } == [200, 429, 200])
+        #expect(responses[1].reason == "TooManyProviderTokenUpdates")
+        #expect(harness.simulator.stats().connectionsAccepted == 1, "curl --next must have reused one connection")
+        // The same new token on a fresh connection is fine.
+        #expect(try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(newer)"])).status == 200)
+    }
+
+    @Test func secondKeyOnSameConnectionIsUnrelated() async throws {
+        let second = try SimulatorCredentials.generate(keyID: "KEY0000002")
+        let harness = try SimulatorHarness(configure: { configuration in
+            configuration.keys[second.keyID] = try? second.publicKeyPEM()
+        })
+        let url = "\(harness.simulator.deviceURL)/3/device/\(SimulatorHarness.token)"
+        let other = try SimulatorCredentials(teamID: harness.credentials.teamID, keyID: second.keyID, privateKey: second.privateKey)
+            .providerToken(issuedAt: Int(Date().timeIntervalSince1970))
+        let responses = try await harness.curlSequence([
+            (url, "POST", harness.pushHeaders(), SimulatorHarness.updateBody()),
+            (url, "POST", harness.pushHeaders(["authorization": "bearer \(other)"]), SimulatorHarness.updateBody()),
+        ])
+        #expect(responses.map { $0.status } == [200, 403])
+        #expect(responses[1].reason == "UnrelatedKeyIdInToken")
+    }
+
+    /// nghttp (an independent HTTP/2 client) shows the frames: one stream allowed until a valid JWT,
+    /// then the configured limit.
+    @Test func maxConcurrentStreamsRisesAfterFirstValidToken() async throws {
+        let harness = try SimulatorHarness(configure: { $0.maxConcurrentStreams = 777 })
+        let bodyFile = harness.scratch + "/body.json"
+        try Data(SimulatorHarness.updateBody().utf8).write(to: URL(fileURLWithPath: bodyFile))
+        var arguments = ["-v", "-d", bodyFile]
+        for (name, value) in harness.pushHeaders() { arguments += ["-H", "\(name): \(value)"] }
+        arguments.append("\(harness.simulator.deviceURL)/3/device/\(SimulatorHarness.token)")
+        let result = try await SimulatorHarness.run("/usr/bin/nghttp", arguments)
+        let limits = Self.receivedStreamLimits(result.stdout)
+        #expect(limits == [1, 777], "\(result.stdout)")
+        #expect(result.stdout.contains(":status: 200"))
+    }
+
+    @Test func streamLimitStaysAtOneWithoutValidToken() async throws {
+        let harness = try SimulatorHarness()
+        let bodyFile = harness.scratch + "/body.json"
+        try Data(SimulatorHarness.updateBody().utf8).write(to: URL(fileURLWithPath: bodyFile))
+        var arguments = ["-v", "-d", bodyFile]
+        for (name, value) in harness.pushHeaders(["authorization": "bearer x.y.z"]) { arguments += ["-H", "\(name): \(value)"] }
+        arguments.append("\(harness.simulator.deviceURL)/3/device/\(SimulatorHarness.token)")
+        let result = try await SimulatorHarness.run("/usr/bin/nghttp", arguments)
+        #expect(Self.receivedStreamLimits(result.stdout) == [1], "\(result.stdout)")
+        #expect(result.stdout.contains(":status: 403"))
+    }
+
+    /// SETTINGS_MAX_CONCURRENT_STREAMS values in SETTINGS frames nghttp received, in order.
+    static func receivedStreamLimits(_ verbose: String) -> [Int] {
+        var receiving = false
+        var limits: [Int] = []
+        for line in verbose.split(separator: "\n") {
+            if line.contains(" recv ") { receiving = line.contains("recv SETTINGS") }
+            else if line.contains(" send ") { receiving = false }
+            if receiving, let range = line.range(of: "SETTINGS_MAX_CONCURRENT_STREAMS(0x03):") {
+                limits.append(Int(line[range.upperBound...].prefix { $0.isNumber }) ?? -1)
+            }
+        }
+        return limits
+    }
+}
