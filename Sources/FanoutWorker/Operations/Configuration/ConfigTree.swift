@@ -98,8 +98,9 @@ struct ConfigJSON: Decodable {
 /// Lays `FANOUT_*` environment variables over the file's tree. See `FanoutConfiguration` for the scheme.
 enum EnvironmentOverlay {
     static let prefix = "FANOUT_"
-    /// Variables with the prefix that are not configuration knobs (read by the CLI itself).
-    static let reserved: Set<String> = ["FANOUT_CONFIG"]
+    /// Variables with the prefix that are not configuration knobs: the CLI's config path, and the
+    /// core simulation test's seed (so a shell that exported it can still run the worker).
+    static let reserved: Set<String> = ["FANOUT_CONFIG", "FANOUT_SIM_SEED"]
     /// Keys of `kafka` that Fanout owns; any other `FANOUT_KAFKA__*` name is a librdkafka property.
     static let fanoutKafkaKeys: Set<String> = ["bootstrap_servers", "group_id", "topics", "commit_interval", "properties"]
 
