@@ -210,6 +210,17 @@ struct JSONScanner {
 
     /// The number at `range` (already validated) as a Double.
     func double(_ range: Range<Int>) -> Double? {
+        // Fast path: a plain non-negative integer of up to 15 digits is exact as a Double.
+        if range.count <= 15 {
+            var value: Int64 = 0
+            var plain = true
+            for position in range {
+                let byte = bytes[position]
+                guard byte.isDigit else { plain = false; break }
+                value = value * 10 + Int64(byte &- UInt8(ascii: "0"))
+            }
+            if plain { return Double(value) }
+        }
         var text = ""
         text.reserveCapacity(range.count)
         for position in range { text.unicodeScalars.append(Unicode.Scalar(bytes[position])) }

@@ -8,21 +8,21 @@ struct DeviceViewTracker {
     init(capacity: Int) { self.capacity = capacity }
 
     mutating func apply(target: String, event: LiveActivityPayload.Event, timestamp: Double, contentState: String) {
-        guard var view = views[target] else {
+        guard let index = views.index(forKey: target) else {
             guard views.count < capacity else { untracked += 1; return }
             views[target] = DeviceView(target: target, event: event.rawValue, timestamp: timestamp, contentState: contentState,
                                        ended: event == .end, applied: 1, ignored: 0)
             return
         }
-        if view.ended || (event != .end && timestamp < view.timestamp) {
-            view.ignored += 1
+        // Mutate in place (no copy of the stored view).
+        if views.values[index].ended || (event != .end && timestamp < views.values[index].timestamp) {
+            views.values[index].ignored += 1
         } else {
-            view.event = event.rawValue
-            view.timestamp = timestamp
-            view.contentState = contentState
-            view.ended = event == .end
-            view.applied += 1
+            views.values[index].event = event.rawValue
+            views.values[index].timestamp = timestamp
+            views.values[index].contentState = contentState
+            views.values[index].ended = event == .end
+            views.values[index].applied += 1
         }
-        views[target] = view
     }
 }

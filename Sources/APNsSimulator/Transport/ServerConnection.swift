@@ -23,6 +23,8 @@ final class ServerConnection {
     private var random: SeededRandom
 
     private var streams: [Int32: RequestHead] = [:]
+    private var lastStreamID: Int32 = 0
+    private var lastHead: RequestHead?
     private var spareHeads: [RequestHead] = []
     private var responseBodies: [Int32: ResponseBody] = [:]
     private var delayedResponses = 0
@@ -155,19 +157,29 @@ final class ServerConnection {
         let head = spareHeads.popLast() ?? RequestHead()
         head.reset()
         streams[streamID] = head
+        lastStreamID = streamID
+        lastHead = head
     }
 
     fileprivate func header(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let known = RequestHeader.named(name), let head = streams[streamID] else { return }
+        guard let known = RequestHeader.named(name), let head = head(streamID) else { return }
         head.set(known, value)
     }
 
     fileprivate func data(streamID: Int32, chunk: UnsafeBufferPointer<UInt8>) {
-        streams[streamID]?.appendBody(chunk)
+        head(streamID)?.appendBody(chunk)
+    }
+
+    /// A stream's frames tend to arrive together: remember the last lookup.
+    private func head(_ streamID: Int32) -> RequestHead? {
+        if streamID == lastStreamID, let lastHead { return lastHead }
+        lastHead = streams[streamID]
+        lastStreamID = streamID
+        return lastHead
     }
 
     fileprivate func requestComplete(streamID: Int32) {
-        guard let head = streams[streamID] else { return }
+        guard let head = head(streamID) else { return }
         var plan = switch kind {
         case .push: engine.handlePush(head, gate: &gate, random: &random)
         case .management: engine.handleManagement(head, gate: &gate, random: &random)
@@ -191,6 +203,7 @@ final class ServerConnection {
     }
 
     fileprivate func streamClosed(streamID: Int32) {
+        if streamID == lastStreamID { lastHead = nil; lastStreamID = 0 }
         if let head = streams.removeValue(forKey: streamID), spareHeads.count < 64 { spareHeads.append(head) }
         responseBodies[streamID] = nil
     }
@@ -242,8 +255,11 @@ final class ServerConnection {
         headerArena.withUnsafeMutableBufferPointer { bytes in
             nameValues.removeAll(keepingCapacity: true)
             for (nameStart, nameLength, valueStart, valueLength) in headerSpans {
+                // Values that differ on every response (IDs) would only churn the HPACK dynamic table: never index them.
+                let unique = valueLength == 36
                 nameValues.append(nghttp2_nv(name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
-                                             namelen: nameLength, valuelen: valueLength, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                                             namelen: nameLength, valuelen: valueLength,
+                                             flags: UInt8(unique ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue)))
             }
             if hasBody {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
