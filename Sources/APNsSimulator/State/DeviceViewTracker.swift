@@ -14,15 +14,19 @@ struct DeviceViewTracker {
                                        ended: event == .end, applied: 1, ignored: 0)
             return
         }
-        // Mutate in place (no copy of the stored view).
-        if views.values[index].ended || (event != .end && timestamp < views.values[index].timestamp) {
-            views.values[index].ignored += 1
-        } else {
-            views.values[index].event = event.rawValue
-            views.values[index].timestamp = timestamp
-            views.values[index].contentState = contentState
-            views.values[index].ended = event == .end
-            views.values[index].applied += 1
+        Self.apply(to: &views.values[index], event: event, timestamp: timestamp, contentState: contentState)
+    }
+
+    /// Mutates the stored view in place (through the dictionary's modify accessor, no copy).
+    private static func apply(to view: inout DeviceView, event: LiveActivityPayload.Event, timestamp: Double, contentState: String) {
+        if view.ended || (event != .end && timestamp < view.timestamp) {
+            view.ignored += 1
+            return
         }
+        view.event = event.rawValue
+        view.timestamp = timestamp
+        view.contentState = contentState
+        view.ended = event == .end
+        view.applied += 1
     }
 }

@@ -75,7 +75,7 @@ struct SimulatorState {
 
     /// Token state and per-token rate for a device push that passed the request rules.
     mutating func admitDevice(token: String, now: Double) -> Refusal? {
-        switch tokens[token] {
+        switch tokens.isEmpty ? nil : tokens[token] {
         case .bad?: return Refusal(.badDeviceToken)
         case .unregistered(let millis)?: return Refusal(.unregistered, timestampMillis: millis)
         case nil where rejectUnknownTokens: return Refusal(.badDeviceToken, "token not registered with the simulator")
