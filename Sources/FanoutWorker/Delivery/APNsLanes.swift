@@ -1,0 +1,86 @@
+import APNsModel
+import FanoutAPNs
+import FanoutCore
+import Foundation
+
+/// The two delivery lanes (DESIGN.md §3): separate `APNsClient`s for per-activity pushes and
+/// broadcasts, so a flood or an outage in one never delays the other. Each lane has one client per
+/// APNs environment in use (one in total when a custom base URL such as the simulator is set). All
+/// clients share one `ProviderTokenCache`: one JWT per key in the process.
+final class APNsLanes: Sendable {
+    private let clients: [ClientKey: APNsClient]
+    private let appEnvironments: [String: APNsModel.APNsEnvironment]
+    private let custom: Bool
+
+    struct ClientKey: Hashable, Sendable {
+        var lane: Lane
+        var environment: APNsModel.APNsEnvironment
+    }
+
+    init(settings: WorkerSettings, credentials: [String: APNsCredentials], tokenCache: ProviderTokenCache,
+         options: WorkerOptions) throws {
+        custom = settings.usesCustomEndpoint(options: options)
+        var environments: [String: APNsModel.APNsEnvironment] = [:]
+        for app in settings.configuration.apps {
+            environments[app.bundleID] = app.environment == .sandbox ? .sandbox : .production
+        }
+        appEnvironments = environments
+        let used: Set<APNsModel.APNsEnvironment> = custom ? [.production] : Set(environments.values)
+        var clients: [ClientKey: APNsClient] = [:]
+        for lane in Lane.allCases {
+            for environment in used {
+                let configuration = settings.apnsClientConfiguration(lane: lane, environment: environment, credentials: credentials,
+                                                                     tokenCache: tokenCache, options: options)
+                clients[ClientKey(lane: lane, environment: environment)] = try APNsClient(configuration: configuration)
+            }
+        }
+        self.clients = clients
+    }
+
+    /// The client for a send: the token registration's environment when known, else the app's.
+    func client(lane: Lane, app: String, environment: String?) -> APNsClient? {
+        if custom { return clients[ClientKey(lane: lane, environment: .production)] }
+        let chosen = environment.flatMap(APNsModel.APNsEnvironment.init(rawValue:)) ?? appEnvironments[app] ?? .production
+        return clients[ClientKey(lane: lane, environment: chosen)] ?? appEnvironments[app].flatMap { clients[ClientKey(lane: lane, environment: $0)] }
+    }
+
+    /// Sums over the lane's clients.
+    func stats(lane: Lane) -> (inFlight: Int, queued: Int, connections: Int, completed: Int) {
+        var total = (inFlight: 0, queued: 0, connections: 0, completed: 0)
+        for (key, client) in clients where key.lane == lane {
+            let s = client.stats
+            total.inFlight += s.inFlight
+            total.queued += s.queued
+            total.connections += s.connections
+            total.completed += s.completed
+        }
+        return total
+    }
+
+    /// Stops every client: queued and in-flight requests complete (or fail as retryable) by `deadline`.
+    func shutdown(deadline: ContinuousClock.Instant) async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in clients.values {
+                group.addTask { await client.shutdown(deadline: deadline) }
+            }
+        }
+    }
+
+    /// The APNs request for an engine send. Throws when the request cannot be built (the payload is
+    /// too large, the token is not hex): the engine dead-letters it as rejected.
+    static func request(for send: SendRequest) throws(APNsRequestError) -> APNsRequest {
+        var payload = send.event.livePayload(defaultStaleAfter: nil)
+        payload.staleDate = send.staleDate
+        payload.dismissalDate = send.dismissalDate
+        let bytes = payload.encoded()
+        let priority: APNsPriority = send.priority >= 10 ? .immediate : .conserve
+        switch send.destination {
+        case .activityToken(let token), .pushToStartToken(let token):
+            return try .liveActivity(deviceToken: token, bundleID: send.app, payload: bytes, priority: priority,
+                                     expiration: send.expiration > 0 ? send.expiration : nil)
+        case .channel(let channel):
+            return try .broadcast(channelID: channel, bundleID: send.app, payload: bytes, priority: priority,
+                                  expiration: max(0, send.expiration))
+        }
+    }
+}

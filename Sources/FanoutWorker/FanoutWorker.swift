@@ -1,1 +1,0 @@
-// FanoutWorker: see README "Development" for what lives here.

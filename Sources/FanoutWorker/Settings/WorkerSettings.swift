@@ -1,0 +1,98 @@
+import APNsModel
+import FanoutAPNs
+import FanoutCore
+import FanoutKafka
+
+/// The one place where `FanoutConfiguration` becomes the settings of each part: the engine, the
+/// decoder, the APNs clients and the Kafka clients. Everything the worker builds comes from here.
+struct WorkerSettings: Sendable {
+    let configuration: FanoutConfiguration
+    let engine: EngineConfiguration
+    let policy: EventPolicy
+    let kafka: KafkaConfiguration
+    let appNames: Set<String>
+
+    init(configuration: FanoutConfiguration, options: WorkerOptions) {
+        self.configuration = configuration
+        engine = Self.engineConfiguration(configuration, options: options)
+        let apps = Set(configuration.apps.map(\.bundleID))
+        appNames = apps
+        policy = EventPolicy(apps: apps, maxEventBytes: configuration.engine.maxEventBytes,
+                             defaultStaleAfter: Self.seconds(configuration.engine.defaultStaleAfter))
+        var properties = configuration.kafka.properties
+        properties["bootstrap.servers"] = configuration.kafka.bootstrapServers
+        for (name, value) in options.extraKafkaProperties { properties[name] = value }
+        kafka = KafkaConfiguration(properties)
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Nanoseconds { Nanoseconds(duration) }
+
+    static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }
+
+    static func budget(_ budget: FanoutConfiguration.Budget) -> BudgetSettings {
+        BudgetSettings(minInterval: nanoseconds(budget.minInterval), burst: Double(budget.priority10Burst),
+                       refillPerHour: Double(budget.priority10PerHour))
+    }
+
+    static func engineConfiguration(_ c: FanoutConfiguration, options: WorkerOptions) -> EngineConfiguration {
+        var e = EngineConfiguration()
+        e.activityBudget = budget(c.engine.standard)
+        e.frequentUpdatesBudget = budget(c.engine.frequent)
+        e.broadcastBudget = budget(c.engine.broadcast)
+        e.frequentUpdatesApps = Set(c.apps.filter(\.frequentUpdates).map(\.bundleID))
+        e.pushToStartBudget = BudgetSettings(minInterval: BudgetSettings.pushToStart.minInterval,
+                                             burst: Double(c.engine.pushToStart.burst),
+                                             refillPerHour: Double(c.engine.pushToStart.perHour))
+        e.defaultStaleAfterSeconds = seconds(c.engine.defaultStaleAfter)
+        e.tokenWait = nanoseconds(c.engine.tokenWait)
+        // The configuration's window is per target; the engine keeps one window per partition, so
+        // it never gets smaller than the engine's own default.
+        e.dedupeWindowPerPartition = max(c.engine.dedupeWindow, e.dedupeWindowPerPartition)
+        let maxQuiet = nanoseconds(c.engine.maxQuiet)
+        func profile(_ fields: [String]) -> MeaningProfile {
+            MeaningProfile(progressFields: Array(fields.prefix(MeaningProfile.maxProgressFields)),
+                           minProgressDelta: c.engine.minProgressDelta, maxQuiet: maxQuiet)
+        }
+        e.defaultMeaning = profile(c.engine.progressFields["*"] ?? [])
+        var types = Set(c.engine.progressFields.keys.filter { $0 != "*" })
+        for app in c.apps { types.formUnion(app.attributes.keys) }
+        for type in types {
+            // Several apps may override one type; the first app's override wins (types are app-specific in practice).
+            let owner = c.apps.first { $0.attributes[type]?.progressFields != nil }
+            e.meaningProfiles[type] = profile(c.progressFields(app: owner, attributesType: type))
+        }
+        for app in c.apps where app.attributes.count == 1 {
+            e.attributesTypeByApp[app.bundleID] = app.attributes.keys.first
+        }
+        e.defaultApp = c.apps.count == 1 ? c.apps[0].bundleID : nil
+        e.configProbeInterval = nanoseconds(options.configProbeInterval)
+        e.maxIncompletePerPartition = c.backpressure.maxPendingPerPartition
+        e.maxInFlightPerPartition = c.backpressure.maxInFlight
+        e.maxIncompleteTotal = max(c.backpressure.maxPendingTargets, c.backpressure.maxPendingPerPartition)
+        e.randomSeed = options.randomSeed ?? UInt64.random(in: 1...UInt64.max)
+        return e
+    }
+
+    /// The client configuration of one lane for one APNs environment (all apps' credentials).
+    func apnsClientConfiguration(lane: Lane, environment: APNsModel.APNsEnvironment, credentials: [String: APNsCredentials],
+                                 tokenCache: ProviderTokenCache, options: WorkerOptions) -> APNsClientConfiguration {
+        let apns = configuration.apns
+        let settings = lane == .activity ? apns.activity : apns.broadcast
+        let endpoint: APNsClientConfiguration.Endpoint
+        if let base = apns.baseURL ?? options.apnsBaseURL {
+            endpoint = .custom(baseURL: base, caFile: apns.caFile ?? options.apnsCAFile)
+        } else {
+            endpoint = .apple(environment)
+        }
+        return APNsClientConfiguration(
+            endpoint: endpoint, credentials: credentials, port: apns.baseURL == nil && options.apnsBaseURL == nil ? apns.port : nil,
+            connections: settings.connections, maxConcurrentStreamsPerConnection: min(500, max(1, settings.maxInFlight)),
+            maxInFlight: settings.maxInFlight, maxQueued: max(1, settings.maxQueued), requestTimeout: apns.requestTimeout,
+            tokenCache: tokenCache)
+    }
+
+    /// Whether every app's pushes go to one custom base URL (one client per lane suffices).
+    func usesCustomEndpoint(options: WorkerOptions) -> Bool {
+        configuration.apns.baseURL != nil || options.apnsBaseURL != nil
+    }
+}

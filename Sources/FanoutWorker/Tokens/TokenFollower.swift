@@ -1,0 +1,122 @@
+import FanoutCore
+import FanoutKafka
+import Foundation
+import Synchronization
+
+/// Follows partition p of `activity-tokens` for every owned partition p of `activity-updates`
+/// (DESIGN.md §2): reads it from the beginning on assignment, reports when it has caught up with
+/// the high watermark taken at assignment (the intake keeps the events partition paused until
+/// then), and then applies registrations, rotations and tombstones live.
+///
+/// Threading: one thread of its own runs every blocking reader call (poll, watermarks);
+/// `follow`/`unfollow` only queue a request and are safe from any thread (the rebalance callback).
+final class TokenFollower: Sendable {
+    private enum Request: Sendable {
+        case follow(Int32)
+        case unfollow(Int32)
+    }
+
+    private struct State: Sendable {
+        var requests: [Request] = []
+        var running = true
+    }
+
+    private let reader: KafkaPartitionReader
+    private let topic: String
+    private let core: WorkerCore
+    private let caughtUp: @Sendable (Int32) -> Void
+    private let state = Mutex(State())
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(configuration: KafkaConfiguration, topic: String, core: WorkerCore, caughtUp: @escaping @Sendable (Int32) -> Void) throws {
+        reader = try KafkaPartitionReader(configuration: configuration)
+        self.topic = topic
+        self.core = core
+        self.caughtUp = caughtUp
+    }
+
+    func follow(_ partition: Int32) { state.withLock { $0.requests.append(.follow(partition)) } }
+
+    func unfollow(_ partition: Int32) { state.withLock { $0.requests.append(.unfollow(partition)) } }
+
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "fanout-tokens"
+        thread.start()
+    }
+
+    func stop() {
+        let wasRunning = state.withLock { state in
+            defer { state.running = false }
+            return state.running
+        }
+        guard wasRunning else { return }
+        finished.wait()
+        reader.close()
+    }
+
+    private func run() {
+        /// Partition → high watermark still to reach.
+        var catchingUp: [Int32: Int64] = [:]
+        var following = Set<Int32>()
+        while true {
+            let requests: [Request]? = state.withLock { state in
+                guard state.running else { return nil }
+                defer { state.requests.removeAll() }
+                return state.requests
+            }
+            guard let requests else { return }
+            for request in requests {
+                switch request {
+                case .follow(let partition):
+                    let tp = TopicPartition(topic, partition)
+                    if following.contains(partition) { try? reader.unassign([tp]) }
+                    do {
+                        try reader.assign([tp: .beginning])
+                        following.insert(partition)
+                        let marks = try reader.watermarks(of: tp, timeout: .seconds(10))
+                        if marks.isEmpty {
+                            catchingUp[partition] = nil
+                            caughtUp(partition)
+                        } else {
+                            catchingUp[partition] = marks.high
+                        }
+                    } catch {
+                        // Without the watermark we cannot tell when we caught up: rely on partition EOF.
+                        catchingUp[partition] = Int64.max
+                        core.log.warning("could not read the watermarks of the token partition; waiting for its end instead",
+                                         ["partition": .string(tp.description), "error": .string("\(error)")])
+                    }
+                case .unfollow(let partition):
+                    catchingUp[partition] = nil
+                    if following.remove(partition) != nil { try? reader.unassign([TopicPartition(topic, partition)]) }
+                }
+            }
+            let batch: KafkaPollBatch
+            do {
+                batch = try reader.poll(timeout: .milliseconds(50), maxMessages: 2000)
+            } catch {
+                core.log.error("activity-tokens reader failed; token updates stop until restart", ["error": .string("\(error)")])
+                return
+            }
+            let live = batch.messages.filter { following.contains($0.partition) }
+            core.applyTokenRecords(live)
+            for message in live {
+                if let high = catchingUp[message.partition], message.offset + 1 >= high {
+                    catchingUp[message.partition] = nil
+                    caughtUp(message.partition)
+                }
+            }
+            for end in batch.reachedEnd where catchingUp[end.partition] != nil {
+                catchingUp[end.partition] = nil
+                caughtUp(end.partition)
+            }
+            for error in batch.errors {
+                core.log.warning("activity-tokens reader error", ["error": .string(error.description)])
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import APNsModel
+import FanoutAPNs
+import FanoutCore
+import FanoutKafka
+import Foundation
+import Synchronization
+
+/// `fanout run` as a library: Kafka intake, the engine, two APNs lanes, token following, feedback,
+/// dead letters, backpressure, rebalance handling, graceful shutdown and the admin server.
+///
+/// Lifecycle: `init` validates and builds every part (bad key files, Kafka properties or APNs
+/// settings throw a `WorkerError` with `isConfigurationError`); `start` checks the topic layout,
+/// joins the group and starts the threads; `stop(timeout:)` stops intake, drains in-flight sends up
+/// to `timeout`, commits, leaves the group and stops the APNs clients; `abort()` leaves without
+/// committing anything more (what a crash leaves behind, for tests). Thread-safe throughout.
+public final class Worker: Sendable {
+    private enum Phase: Sendable { case created, running, stopping, stopped }
+
+    /// The lifecycle phase, in a box the admin server's readiness closure can share.
+    private final class PhaseBox: Sendable {
+        let value = Mutex(Phase.created)
+        func withLock<R>(_ body: (inout Phase) throws -> R) rethrows -> R { try value.withLock { try body(&$0) } }
+    }
+
+    public let configuration: FanoutConfiguration
+    private let core: WorkerCore
+    private let intake: IntakeService
+    private let admin: AdminServer?
+    private let phase = PhaseBox()
+    private let log: Log
+
+    public init(configuration: FanoutConfiguration, log: Log, metrics: FanoutMetrics, options: WorkerOptions = WorkerOptions()) throws {
+        guard !configuration.apps.isEmpty else {
+            throw WorkerError(.configuration, "apps: no app is configured; add at least one app with bundle_id, team_id, key_id and key_path")
+        }
+        self.configuration = configuration
+        self.log = log
+        let settings = WorkerSettings(configuration: configuration, options: options)
+        var credentials: [String: APNsCredentials] = [:]
+        for (index, app) in configuration.apps.enumerated() {
+            do {
+                credentials[app.bundleID] = try APNsCredentials(teamID: app.teamID, keyID: app.keyID, keyFile: app.keyPath)
+            } catch {
+                throw WorkerError(.configuration, "apps[\(index)].key_path: cannot use \(app.keyPath) as the APNs signing key of \(app.bundleID): \(error)")
+            }
+        }
+        let tokenCache = ProviderTokenCache(refreshInterval: configuration.apns.jwtRefreshInterval)
+        let lanes: APNsLanes
+        do {
+            lanes = try APNsLanes(settings: settings, credentials: credentials, tokenCache: tokenCache, options: options)
+        } catch let error as APNsClientError {
+            if case .badConfiguration = error { throw WorkerError(.configuration, "apns: \(error.description)") }
+            throw WorkerError(.apns, "apns: \(error.description)")
+        }
+        let producer: KafkaProducer
+        do {
+            producer = try KafkaProducer(configuration: settings.kafka) { error in
+                log.warning("Kafka producer error", ["error": .string(error.description)])
+            }
+        } catch {
+            throw WorkerError.kafka(error, while: "creating the producer")
+        }
+        core = WorkerCore(settings: settings, log: log, metrics: metrics, options: options, lanes: lanes, producer: producer)
+        do {
+            intake = try IntakeService(core: core)
+        } catch {
+            throw WorkerError.kafka(error, while: "creating the consumer")
+        }
+        if options.adminServer {
+            let core = core, intake = intake, phase = phase
+            admin = AdminServer(settings: configuration.admin, routes: AdminRoutes(
+                metrics: { metrics.registry.render() },
+                readiness: { Worker.readiness(phase: phase, intake: intake, core: core) },
+                target: { key in core.snapshot(key: key)?.json() }), log: log)
+        } else {
+            admin = nil
+        }
+    }
+
+    /// Checks the topic layout (partition counts of activity-updates and activity-tokens must match),
+    /// joins the consumer group and starts the intake, token and ticker threads and the admin server.
+    public func start() throws {
+        try phase.withLock { phase in
+            guard phase == .created else { throw WorkerError(.lifecycle, "the worker was already started") }
+            phase = .running
+        }
+        let topics = configuration.kafka.topics
+        do {
+            if let admin { _ = try admin.start() }
+        } catch {
+            throw WorkerError(.admin, "admin server: \(error) (set admin.port to a free port, or 0)")
+        }
+        let counts: [String: Int]
+        do {
+            counts = try intake.consumer.partitionCounts(of: [topics.activityUpdates, topics.activityTokens, topics.broadcastUpdates],
+                                                         timeout: .seconds(10))
+        } catch {
+            admin?.stop()
+            throw WorkerError.kafka(error, while: "reading topic metadata")
+        }
+        let updates = counts[topics.activityUpdates] ?? 0, tokens = counts[topics.activityTokens] ?? 0
+        guard updates == tokens else {
+            admin?.stop()
+            throw WorkerError(.configuration,
+                              "kafka.topics: \(topics.activityUpdates) has \(updates) partitions but \(topics.activityTokens) has \(tokens); they must match, because the owner of partition p of \(topics.activityUpdates) reads partition p of \(topics.activityTokens) (create \(topics.activityTokens) with \(updates) partitions)")
+        }
+        do {
+            try intake.start()
+        } catch {
+            admin?.stop()
+            throw WorkerError.kafka(error, while: "subscribing")
+        }
+        core.ticker.start(core: core)
+        log.info("worker started", ["group": .string(configuration.kafka.groupID), "partitions": .int(updates),
+                                    "apps": .string(configuration.apps.map(\.bundleID).joined(separator: ","))])
+    }
+
+    /// Graceful stop (SIGTERM): stop intake, drain in-flight sends and dead-letter/feedback produces
+    /// up to `timeout`, commit what is done, leave the group, stop the APNs clients and the admin server.
+    public func stop(timeout: Duration) async {
+        guard beginStopping() else { return }
+        let started = ContinuousClock.now
+        await intake.stop(deadline: started + timeout)
+        await tearDown()
+        log.info("worker stopped", ["drained_in": .duration(ContinuousClock.now - started)])
+    }
+
+    /// Stops without committing anything more: the group sees this member leave, the next owner
+    /// replays from the last commit. What a crash leaves behind; for tests and a second signal.
+    public func abort() async {
+        guard beginStopping() else { return }
+        await intake.abort()
+        await tearDown()
+        log.warning("worker aborted without a final commit")
+    }
+
+    /// What the worker did so far.
+    public var summary: WorkerSummary { core.summary }
+
+    /// `/readyz`: assigned partitions, APNs reachable, no app stopped by a configuration error.
+    public func isReady() -> Readiness { Self.readiness(phase: phase, intake: intake, core: core) }
+
+    /// The admin server's bound port (nil when not started or disabled).
+    public var adminPort: Int? {
+        guard let admin, admin.boundPort != 0 else { return nil }
+        return admin.boundPort
+    }
+
+    /// `/debug/targets/<key>` as JSON, or nil when the key is not tracked.
+    public func debugTarget(_ key: String) -> String? { core.snapshot(key: key)?.json() }
+
+    private func beginStopping() -> Bool {
+        phase.withLock { phase in
+            switch phase {
+            case .running:
+                phase = .stopping
+                return true
+            case .created:
+                phase = .stopped
+                return false
+            case .stopping, .stopped:
+                return false
+            }
+        }
+    }
+
+    private func tearDown() async {
+        core.stopped.store(true, ordering: .relaxed)
+        core.ticker.stop()
+        await core.lanes.shutdown(deadline: .now + .seconds(1))
+        admin?.stop()
+        phase.withLock { $0 = .stopped }
+    }
+
+    private static func readiness(phase: PhaseBox, intake: IntakeService, core: WorkerCore) -> Readiness {
+        var reasons: [String] = []
+        switch phase.withLock({ $0 }) {
+        case .created: reasons.append("not started")
+        case .stopping, .stopped: reasons.append("shutting down")
+        case .running: break
+        }
+        if !intake.isAssigned { reasons.append("no partitions assigned") }
+        reasons.append(contentsOf: core.deliveryProblems())
+        return Readiness(isReady: reasons.isEmpty, reasons: reasons)
+    }
+}

@@ -1,0 +1,227 @@
+import APNsModel
+import FanoutAPNs
+import FanoutCore
+import FanoutKafka
+import Foundation
+import Synchronization
+
+/// The worker's shared state: ONE `Mutex` around the engine and its bookkeeping. Every thread
+/// (Kafka intake, token follower, APNs completion threads, the ticker) changes it the same way:
+/// take the lock, feed the engine, collect its actions, release, then carry the actions out
+/// (`perform`) outside the lock.
+final class WorkerCore: Sendable {
+    struct State: Sendable {
+        var engine: FanoutEngine
+        var summary = WorkerSummary()
+        /// App → reason, while APNs says its configuration is wrong.
+        var pausedApps: [String: String] = [:]
+        var retained: [PartitionID: RetainedMessages] = [:]
+        /// Partitions being revoked: no new sends start for them.
+        var closing: Set<PartitionID> = []
+        /// Per lane: why APNs is unreachable (the last answer was a transport failure), or nil.
+        var unreachable: [Lane: String] = [:]
+    }
+
+    let state: Mutex<State>
+    let settings: WorkerSettings
+    let log: Log
+    let metrics: FanoutMetrics
+    let clock: WorkerClock
+    let lanes: APNsLanes
+    let producer: KafkaProducer
+    let deadLetters: DeadLetterProducer
+    let options: WorkerOptions
+    let ticker = EngineTicker()
+    /// Dead letters and feedback records produced and not yet acknowledged (including retries).
+    let outstandingProduces = Atomic<Int>(0)
+    let stopped = Atomic<Bool>(false)
+    let retryQueue = DispatchQueue(label: "fanout-produce-retry")
+    let topics: FanoutConfiguration.Topics
+
+    init(settings: WorkerSettings, log: Log, metrics: FanoutMetrics, options: WorkerOptions, lanes: APNsLanes,
+         producer: KafkaProducer) {
+        state = Mutex(State(engine: FanoutEngine(configuration: settings.engine)))
+        self.settings = settings
+        self.log = log
+        self.metrics = metrics
+        self.clock = options.clock
+        self.lanes = lanes
+        self.producer = producer
+        deadLetters = DeadLetterProducer(producer: producer, topicSuffix: settings.configuration.kafka.topics.dlqSuffix)
+        self.options = options
+        topics = settings.configuration.kafka.topics
+    }
+
+    func lane(of topic: String) -> Lane { topic == topics.broadcastUpdates ? .broadcast : .activity }
+
+    // MARK: Intake
+
+    /// Decodes a batch (outside the lock), feeds it to the engine (one lock), then performs the
+    /// actions and dead-letters what the decoder rejected.
+    func ingest(_ messages: [KafkaMessage]) {
+        guard !messages.isEmpty else { return }
+        let now = clock.now()
+        let decoder = EventDecoder(policy: settings.policy)
+        var decoded: [Result<ActivityEvent, EventRejection>] = []
+        decoded.reserveCapacity(messages.count)
+        for message in messages {
+            let lane = lane(of: message.topic)
+            metrics.eventsConsumed.labels(message.topic).increment()
+            guard let value = message.value else {
+                decoded.append(.failure(EventRejection(.malformedJSON, "the record has a null value (a tombstone); events must be JSON objects")))
+                continue
+            }
+            let key = message.key.map { String(decoding: $0, as: UTF8.self) }
+            decoded.append(decoder.decode(value, key: key, lane: lane, now: now / Nanoseconds.nanosecondsPerSecond))
+        }
+        var actions: [EngineAction] = []
+        var rejected: [(KafkaMessage, EventRejection)] = []
+        state.withLock { state in
+            for (message, result) in zip(messages, decoded) {
+                let source = EventSource(partition: PartitionID(topic: message.topic, partition: message.partition), offset: message.offset)
+                state.retained[source.partition, default: RetainedMessages()].append(message)
+                state.summary.eventsIn += 1
+                switch result {
+                case .success(let event):
+                    state.summary.eventsAccepted += 1
+                    state.engine.receive(event, from: source, now: now, into: &actions)
+                case .failure(let rejection):
+                    state.engine.receiveRejected(source)
+                    rejected.append((message, rejection))
+                }
+            }
+        }
+        perform(actions)
+        for (message, rejection) in rejected {
+            metrics.eventDecisions.labels(lane(of: message.topic).rawValue, FanoutMetrics.Decision.deadLettered.rawValue).increment()
+            log.info("event rejected", ["reason": .string(rejection.reason.rawValue), "detail": .string(rejection.detail),
+                                        "source": .string("\(message.topic)/\(message.partition)/\(message.offset)")])
+            deadLetterRejected(message, rejection)
+        }
+    }
+
+    // MARK: Tokens
+
+    func applyTokenRecords(_ messages: [KafkaMessage]) {
+        guard !messages.isEmpty else { return }
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        var rejected: [(String, EventRejection)] = []
+        let registrySize: Int = state.withLock { state in
+            for message in messages {
+                guard let keyBytes = message.key else {
+                    rejected.append(("", EventRejection(.missingTarget, "token record at \(message.topic)/\(message.partition)/\(message.offset) has no key")))
+                    continue
+                }
+                let key = String(decoding: keyBytes, as: UTF8.self)
+                switch TokenRecord.update(from: message.value, apps: settings.appNames) {
+                case .register(let record):
+                    state.summary.tokenUpdates += 1
+                    state.engine.tokenRegistered(key: key, token: record.token, app: record.app, environment: record.environment.rawValue,
+                                                 at: record.at, partition: message.partition, now: now, into: &actions)
+                case .tombstone:
+                    state.summary.tokenUpdates += 1
+                    state.engine.tokenRemoved(key: key)
+                case .rejected(let rejection):
+                    rejected.append((key, rejection))
+                }
+            }
+            return state.engine.tokens.count
+        }
+        metrics.tokenRegistrySize.labels().set(registrySize)
+        for (key, rejection) in rejected {
+            log.warning("token record ignored", ["key": .string(key), "reason": .string(rejection.reason.rawValue),
+                                                 "detail": .string(rejection.detail)])
+        }
+        perform(actions)
+    }
+
+    // MARK: Time
+
+    func tick() {
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        state.withLock { $0.engine.tick(now: now, into: &actions) }
+        perform(actions)
+    }
+
+    func nextDeadline() -> Nanoseconds? { state.withLock { $0.engine.nextDeadline() } }
+
+    // MARK: Partitions
+
+    func assign(_ partitions: [PartitionID]) {
+        state.withLock { state in
+            for partition in partitions {
+                state.engine.assign(partition)
+                state.closing.remove(partition)
+            }
+        }
+    }
+
+    /// Marks partitions as closing (no new sends), for the duration of a revoke.
+    func beginClosing(_ partitions: [PartitionID]) {
+        state.withLock { $0.closing.formUnion(partitions) }
+    }
+
+    func inFlight(of partitions: [PartitionID]) -> Int {
+        state.withLock { state in partitions.reduce(0) { $0 + (state.engine.load(of: $1)?.inFlight ?? 0) } }
+    }
+
+    /// Forgets the partitions; returns their final commit points.
+    func revoke(_ partitions: [PartitionID]) -> [CommitPoint] {
+        state.withLock { state in
+            let points = state.engine.revoke(partitions)
+            for partition in partitions {
+                state.retained[partition] = nil
+                state.closing.remove(partition)
+            }
+            return points
+        }
+    }
+
+    /// Commit points that moved; drops retained records below them.
+    func commitPoints() -> [CommitPoint] {
+        state.withLock { state in
+            let points = state.engine.commitPoints()
+            for point in points { state.retained[point.partition]?.prune(below: point.offset) }
+            return points
+        }
+    }
+
+    func recordCommitted(_ points: [TopicPartition: Int64]) {
+        state.withLock { state in
+            for (partition, offset) in points { state.summary.committed[partition.description] = offset }
+            state.summary.commits += 1
+        }
+    }
+
+    func measures(of partition: PartitionID) -> BackpressureGate.Measures {
+        state.withLock { state in
+            let total = state.engine.totalLoad
+            return BackpressureGate.Measures(partitionPending: state.retained[partition]?.count ?? 0,
+                                             totalInFlight: total.inFlight, totalIncomplete: total.incomplete)
+        }
+    }
+
+    /// True when no send is in flight and no dead letter or feedback record awaits its acknowledgement.
+    var isIdle: Bool {
+        outstandingProduces.load(ordering: .relaxed) == 0 && state.withLock { $0.engine.totalLoad.inFlight == 0 }
+    }
+
+    var summary: WorkerSummary { state.withLock { $0.summary } }
+
+    func snapshot(key: String) -> TargetSnapshot? {
+        let now = clock.now()
+        return state.withLock { state in
+            state.engine.snapshot(lane: .activity, target: key, now: now) ?? state.engine.snapshot(lane: .broadcast, target: key, now: now)
+        }
+    }
+
+    /// Reasons the worker cannot deliver right now: paused apps and unreachable lanes.
+    func deliveryProblems() -> [String] {
+        state.withLock { state in
+            state.pausedApps.sorted { $0.key < $1.key }.map { "app \($0.key): \($0.value)" }
+                + state.unreachable.sorted { $0.key.rawValue < $1.key.rawValue }.map { "APNs unreachable on the \($0.key.rawValue) lane: \($0.value)" }
+        }
+    }
+}
