@@ -7,6 +7,7 @@ public enum Fanout {
     static let commands: [any Command.Type] = [
         ValidateCommand.self,
         APNsSimCommand.self,
+        RunCommand.self,
     ]
 
     public static func main(_ argv: [String] = CommandLine.arguments) async -> Int32 {
