@@ -29,25 +29,41 @@ struct PendingUpdate: Sendable {
 
     /// Folds `newer` (a later state of the same target) into `self`.
     mutating func absorb(_ newer: PendingUpdate) -> Merge {
-        let older = self
-        if older.event.kind == .start && newer.event.kind == .end { 
-            offsets.append(contentsOf: newer.offsets)
-            return .cancelled
-        }
-        self = newer
-        offsets = older.offsets
-        offsets.append(contentsOf: newer.offsets)
-        forcedMajor = older.forcedMajor || newer.forcedMajor
-        if event.alert == nil { event.alert = older.event.alert }
-        if older.event.kind == .start && newer.event.kind == .update {
+        absorb(newer.event, summary: newer.summary, offsets: newer.offsets,
+               forcedMajor: newer.forcedMajor, explicitMinor: newer.explicitMinor)
+    }
+
+    /// Folds one newer event into `self`, in place (the hot path: no copy of the pending state).
+    mutating func absorb(_ newer: ActivityEvent, summary newerSummary: ContentSummary, offset: Int64) -> Merge {
+        absorb(newer, summary: newerSummary, offsets: CollectionOfOne(offset),
+               forcedMajor: newer.kind != .update || newer.alert != nil || newer.importance == .major,
+               explicitMinor: newer.importance == .minor && newer.kind == .update && newer.alert == nil)
+    }
+
+    private mutating func absorb<Offsets: Collection<Int64>>(
+        _ newer: ActivityEvent, summary newerSummary: ContentSummary, offsets newerOffsets: Offsets,
+        forcedMajor newerForcedMajor: Bool, explicitMinor newerExplicitMinor: Bool
+    ) -> Merge {
+        offsets.append(contentsOf: newerOffsets)
+        if event.kind == .start && newer.kind == .end { return .cancelled }
+        let keptAlert = event.alert
+        if event.kind == .start && newer.kind == .update {
             // The activity does not exist yet: the start must still be sent, now carrying the newer state.
+            let start = event
+            event = newer
             event.kind = .start
-            event.token = older.event.token
-            event.attributes = older.event.attributes
-            event.attributesType = older.event.attributesType
-            event.inputPushToken = older.event.inputPushToken
-            event.inputPushChannel = older.event.inputPushChannel
+            event.token = start.token
+            event.attributes = start.attributes
+            event.attributesType = start.attributesType
+            event.inputPushToken = start.inputPushToken
+            event.inputPushChannel = start.inputPushChannel
+        } else {
+            event = newer
         }
+        if event.alert == nil { event.alert = keptAlert }
+        summary = newerSummary
+        forcedMajor = forcedMajor || newerForcedMajor
+        explicitMinor = newerExplicitMinor
         return .merged
     }
 }

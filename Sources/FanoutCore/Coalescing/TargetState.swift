@@ -16,6 +16,7 @@ struct TargetState: Sendable {
     /// Listed in its paused app's `parked` list.
     var parked = false
     var attempts: UInt16 = 0
+    var budgetClass: BudgetClass
     var appIndex: UInt16
     var profileIndex: UInt16
     var partitionSlot: Int32
@@ -47,7 +48,8 @@ struct TargetState: Sendable {
     var lastOutcomeAt: Nanoseconds = 0
 
     init(key: String, lane: Lane, appIndex: UInt16, profileIndex: UInt16, partitionSlot: Int32,
-         generation: UInt32, incarnation: UInt32, now: Nanoseconds, budget: BudgetSettings) {
+         generation: UInt32, incarnation: UInt32, now: Nanoseconds, budgetClass: BudgetClass, budget: BudgetSettings) {
+        self.budgetClass = budgetClass
         self.key = key
         self.lane = lane
         self.live = true
@@ -59,6 +61,11 @@ struct TargetState: Sendable {
         self.lastEventAt = now
         self.bucket = TokenBucket(capacity: budget.burst, now: now)
     }
+}
+
+/// Which budget settings a target uses, decided once when it is created.
+enum BudgetClass: UInt8, Sendable {
+    case activity, frequentUpdates, broadcast
 }
 
 /// Dictionary key of a target: lane plus activity key / channel id.

@@ -118,6 +118,11 @@ public enum EngineAction: Sendable, Hashable {
 public struct CommitPoint: Sendable, Hashable {
     public var partition: PartitionID
     public var offset: Int64
+
+    public init(partition: PartitionID, offset: Int64) {
+        self.partition = partition
+        self.offset = offset
+    }
 }
 
 /// Counts for backpressure decisions.
@@ -126,4 +131,9 @@ public struct Load: Sendable, Hashable {
     public var incomplete: Int
     /// Sends issued and not yet completed.
     public var inFlight: Int
+
+    public init(incomplete: Int, inFlight: Int) {
+        self.incomplete = incomplete
+        self.inFlight = inFlight
+    }
 }

@@ -92,14 +92,14 @@ extension FanoutEngine {
 
     /// Puts an undelivered state back as pending; a newer pending state wins, keeping the offsets.
     private mutating func requeue(_ update: PendingUpdate, slot: Int32, into actions: inout [EngineAction]) {
-        guard let newer = pending.removeValue(forKey: slot) else {
-            pending[slot] = update
+        guard let newer = pending.remove(slot) else {
+            pending.insert(update, for: slot)
             return
         }
         var merged = update
         switch merged.absorb(newer) {
         case .merged:
-            pending[slot] = merged
+            pending.insert(merged, for: slot)
         case .cancelled:
             targets[Int(slot)].ended = true
             for offset in merged.offsets {

@@ -88,16 +88,18 @@ extension FanoutEngine {
         var profileIndex: UInt16 = 0
         if let type = configuration.attributesTypeByApp[app] { profileIndex = profileIndexByType[type] ?? 0 }
         let settings = configuration.budget(lane: lane, app: app)
+        let budgetClass: BudgetClass = lane == .broadcast ? .broadcast
+            : configuration.frequentUpdatesApps.contains(app) ? .frequentUpdates : .activity
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
             let old = targets[Int(free)]
             targets[Int(free)] = TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
-                                             generation: old.generation &+ 1, incarnation: old.incarnation &+ 1, now: now, budget: settings)
+                                             generation: old.generation &+ 1, incarnation: old.incarnation &+ 1, now: now, budgetClass: budgetClass, budget: settings)
         } else {
             slot = Int32(targets.count)
             targets.append(TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
-                                       generation: 0, incarnation: 0, now: now, budget: settings))
+                                       generation: 0, incarnation: 0, now: now, budgetClass: budgetClass, budget: settings))
         }
         slotByKey[key] = slot
         return slot
@@ -115,7 +117,7 @@ extension FanoutEngine {
     mutating func freeTarget(_ slot: Int32) {
         let index = Int(slot)
         slotByKey[TargetKey(lane: targets[index].lane, id: targets[index].key)] = nil
-        pending[slot] = nil
+        pending.remove(slot)
         targets[index].live = false
         targets[index].generation &+= 1
         targets[index].key = ""

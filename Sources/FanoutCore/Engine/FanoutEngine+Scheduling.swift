@@ -1,49 +1,57 @@
 /// The send decision for one target: meaning, min_interval, backoff, budget, token, app pause.
 extension FanoutEngine {
-    func budget(of target: TargetState) -> BudgetSettings {
-        configuration.budget(lane: target.lane, app: apps[Int(target.appIndex)])
+    func budget(of target: TargetState) -> BudgetSettings { budget(target.budgetClass) }
+
+    func budget(_ budgetClass: BudgetClass) -> BudgetSettings {
+        switch budgetClass {
+        case .activity: configuration.activityBudget
+        case .frequentUpdates: configuration.frequentUpdatesBudget
+        case .broadcast: configuration.broadcastBudget
+        }
     }
 
     /// Sends the target's pending state if every rule allows it now; otherwise arms a timer for when
     /// one might, or parks the target behind its paused app.
     mutating func evaluate(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
         let index = Int(slot)
-        guard targets[index].inFlightSendID == 0, let update = pending[slot] else { return }
-        let target = targets[index]
+        guard targets[index].inFlightSendID == 0, pending.contains(slot) else { return }
+        // Read the pending state in place; it is moved out (not copied) only when sent.
+        let kind = pending[existing: slot].event.kind
         var probing = false
-        if let pausedApp = paused[target.appIndex] {
+        if let pausedApp = paused[targets[index].appIndex] {
             guard pausedApp.probeSendID == 0 && now >= pausedApp.probeAt else {
-                if !target.parked {
+                if !targets[index].parked {
                     targets[index].parked = true
-                    paused[target.appIndex]!.parked.append((slot, target.incarnation))
+                    paused[targets[index].appIndex]!.parked.append((slot, targets[index].incarnation))
                 }
                 return
             }
             probing = true
         }
-        let settings = budget(of: target)
-        var earliest = max(target.lastSendAt + settings.minInterval, target.backoffUntil)
-        let profile = profiles[Int(target.profileIndex)]
-        let major = update.forcedMajor
-            || (!update.explicitMinor && (target.lastSentTimestamp < 0 || update.summary.digest != target.lastSentSummary.digest))
-        if !major && target.lastSentTimestamp >= 0
-            && !profile.progressMoved(from: target.lastSentSummary.progress, to: update.summary.progress) {
-            earliest = max(earliest, target.lastDeliveredAt + profile.maxQuiet)
+        let settings = budget(targets[index].budgetClass)
+        var earliest = max(targets[index].lastSendAt + settings.minInterval, targets[index].backoffUntil)
+        let profile = profiles[Int(targets[index].profileIndex)]
+        let summary = pending[existing: slot].summary
+        let major = pending[existing: slot].forcedMajor
+            || (!pending[existing: slot].explicitMinor && (targets[index].lastSentTimestamp < 0 || summary.digest != targets[index].lastSentSummary.digest))
+        if !major && targets[index].lastSentTimestamp >= 0
+            && !profile.progressMoved(from: targets[index].lastSentSummary.progress, to: summary.progress) {
+            earliest = max(earliest, targets[index].lastDeliveredAt + profile.maxQuiet)
         }
 
         let destination: Destination
         var environment: String?
-        switch (target.lane, update.event.kind) {
+        switch (targets[index].lane, kind) {
         case (.broadcast, _):
-            destination = .channel(target.key)
+            destination = .channel(targets[index].key)
         case (.activity, .start):
-            let token = update.event.token!  // checked on receive
+            let token = pending[existing: slot].event.token!  // checked on receive
             destination = .pushToStartToken(token)
             let bucket = pushToStartBuckets[token] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
             earliest = max(earliest, bucket.nextCredit(after: now, settings: configuration.pushToStartBudget))
         case (.activity, _):
-            guard let record = tokens.usableToken(for: target.key, notBefore: target.tokenNotBefore) else {
-                return waitForToken(slot, update: update, now: now, into: &actions)
+            guard let record = tokens.usableToken(for: targets[index].key, notBefore: targets[index].tokenNotBefore) else {
+                return waitForToken(slot, now: now, into: &actions)
             }
             targets[index].tokenWaitSince = -1
             destination = .activityToken(record.token)
@@ -52,44 +60,44 @@ extension FanoutEngine {
         guard now >= earliest else { return arm(slot, at: earliest, now: now) }
 
         let priority: Int
-        if update.event.kind == .start {
-            var bucket = pushToStartBuckets[update.event.token!] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
+        if case let .pushToStartToken(token) = destination {
+            var bucket = pushToStartBuckets[token] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
             _ = bucket.take(at: now, settings: configuration.pushToStartBudget)
-            pushToStartBuckets[update.event.token!] = bucket
+            pushToStartBuckets[token] = bucket
             priority = 10
         } else if major && targets[index].bucket.take(at: now, settings: settings) {
             priority = 10
         } else {
             priority = 5
         }
-        pending[slot] = nil
+        let update = pending.remove(slot)!
         let sendID = nextSendID
         nextSendID += 1
         let event = update.event
         let staleDate = event.staleDate ?? event.timestamp + configuration.defaultStaleAfterSeconds
-        let expiration = target.lane == .broadcast && configuration.broadcastExpirationImmediate ? 0 : staleDate
+        let expiration = targets[index].lane == .broadcast && configuration.broadcastExpirationImmediate ? 0 : staleDate
         targets[index].inFlightSendID = sendID
         targets[index].lastSendAt = now
         targets[index].sends &+= 1
-        partitions[Int(target.partitionSlot)]!.inFlight += 1
+        partitions[Int(targets[index].partitionSlot)]!.inFlight += 1
         totalInFlight += 1
-        if probing { paused[target.appIndex]!.probeSendID = sendID }
-        inFlight[sendID] = InFlightSend(slot: slot, incarnation: target.incarnation, update: update, destination: destination,
-                                        priority: priority, isProbe: probing, partitionSlot: target.partitionSlot)
+        if probing { paused[targets[index].appIndex]!.probeSendID = sendID }
+        inFlight[sendID] = InFlightSend(slot: slot, incarnation: targets[index].incarnation, update: update, destination: destination,
+                                        priority: priority, isProbe: probing, partitionSlot: targets[index].partitionSlot)
         actions.append(.send(SendRequest(
-            sendID: sendID, lane: target.lane, target: target.key, app: apps[Int(target.appIndex)],
+            sendID: sendID, lane: targets[index].lane, target: targets[index].key, app: apps[Int(targets[index].appIndex)],
             destination: destination, environment: environment, priority: priority, event: event,
             staleDate: staleDate, dismissalDate: event.kind == .end ? event.dismissalDate : nil, expiration: expiration,
-            partition: partitions[Int(target.partitionSlot)]!.id, coveredOffsets: update.offsets, isProbe: probing)))
+            partition: partitions[Int(targets[index].partitionSlot)]!.id, coveredOffsets: update.offsets, isProbe: probing)))
     }
 
     /// No usable token: wait up to `tokenWait`, then dead-letter everything pending as `no-token`.
-    private mutating func waitForToken(_ slot: Int32, update: PendingUpdate, now: Nanoseconds, into actions: inout [EngineAction]) {
+    private mutating func waitForToken(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
         let index = Int(slot)
         if targets[index].tokenWaitSince < 0 { targets[index].tokenWaitSince = now }
         let deadline = targets[index].tokenWaitSince + configuration.tokenWait
         guard now >= deadline else { return arm(slot, at: deadline, now: now) }
-        pending[slot] = nil
+        guard let update = pending.remove(slot) else { return }
         targets[index].tokenWaitSince = -1
         if update.event.kind == .end { targets[index].ended = true }
         deadLetter(update.offsets, partitionSlot: targets[index].partitionSlot, reason: .noToken,
@@ -129,7 +137,7 @@ extension FanoutEngine {
     mutating func sweep(now: Nanoseconds) {
         for index in targets.indices where targets[index].live {
             let target = targets[index]
-            guard target.inFlightSendID == 0, pending[Int32(index)] == nil else { continue }
+            guard target.inFlightSendID == 0, !pending.contains(Int32(index)) else { continue }
             let limit = target.ended ? configuration.forgetEndedAfter : configuration.forgetIdleAfter
             if now - target.lastEventAt >= limit { freeTarget(Int32(index)) }
         }

@@ -21,7 +21,7 @@ public struct FanoutEngine: Sendable {
     var targets: [TargetState] = []
     var freeSlots: [Int32] = []
     var slotByKey: [TargetKey: Int32] = [:]
-    var pending: [Int32: PendingUpdate] = [:]
+    var pending = PendingStore()
     var inFlight: [UInt64: InFlightSend] = [:]
     var partitions: [PartitionState?] = []
     var partitionSlotByID: [PartitionID: Int32] = [:]
@@ -96,20 +96,18 @@ public struct FanoutEngine: Sendable {
         targets[index].latestAccepted = event.timestamp
         if event.kind == .end { targets[index].endAccepted = true }
         let summary = profiles[Int(targets[index].profileIndex)].summarize(event.contentFields)
-        let update = PendingUpdate(event: event, summary: summary, offset: source.offset)
-        if var existing = pending.removeValue(forKey: slot) {
-            switch existing.absorb(update) {
-            case .merged:
-                pending[slot] = existing
-            case .cancelled:
+        if pending.contains(slot) {
+            // In place: the pending state is not copied.
+            if pending[existing: slot].absorb(event, summary: summary, offset: source.offset) == .cancelled {
+                let offsets = pending.remove(slot)!.offsets
                 targets[index].ended = true
-                for offset in existing.offsets {
+                for offset in offsets {
                     drop(offset, partitionSlot: partitionSlot, reason: .endedBeforeStart, into: &actions)
                 }
                 return
             }
         } else {
-            pending[slot] = update
+            pending.insert(PendingUpdate(event: event, summary: summary, offset: source.offset), for: slot)
         }
         evaluate(slot, now: now, into: &actions)
     }

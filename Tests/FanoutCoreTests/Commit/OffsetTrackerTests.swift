@@ -69,6 +69,29 @@ import Testing
     }
 }
 
+extension DedupeWindowTests {
+    @Test func matchesASetWithFIFOEvictionOverRandomTraffic() {
+        var random = SeededRandom(seed: 11)
+        for capacity in [1, 3, 16, 100] {
+            var window = DedupeWindow(capacity: capacity)
+            var model: [UInt64] = []
+            for _ in 0..<20_000 {
+                // Small value range so duplicates, evictions and probe-run collisions are frequent;
+                // 0 is included to exercise the empty-slot remapping.
+                let digest = random.next() % UInt64(capacity * 3 + 2)
+                let stored = digest == 0 ? 1 : digest
+                let expected = !model.contains(stored)
+                #expect(window.insert(digest) == expected)
+                if expected {
+                    model.append(stored)
+                    if model.count > capacity { model.removeFirst() }
+                }
+                #expect(window.count == model.count)
+            }
+        }
+    }
+}
+
 @Suite struct TokenBucketTests {
     @Test func burstThenRefill() {
         let settings = BudgetSettings(minInterval: 0, burst: 2, refillPerHour: 3600)
