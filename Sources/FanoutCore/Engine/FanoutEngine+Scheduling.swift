@@ -50,6 +50,8 @@ extension FanoutEngine {
             let bucket = pushToStartBuckets[token] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
             earliest = max(earliest, bucket.nextCredit(after: now, settings: configuration.pushToStartBudget))
         case (.activity, _):
+            // Not due yet: look the token up when it is (the token wait starts then).
+            if now < earliest && targets[index].tokenWaitSince < 0 { return arm(slot, at: earliest, now: now) }
             guard let record = tokens.usableToken(for: targets[index].key, notBefore: targets[index].tokenNotBefore) else {
                 return waitForToken(slot, now: now, into: &actions)
             }
