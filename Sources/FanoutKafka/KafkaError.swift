@@ -63,6 +63,8 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The client hit a fatal error (e.g. idempotent producer state lost) and must be recreated.
         case fatal = "fatal"
         case closed = "closed"
+        /// A client-level condition (broker connection lost, all brokers down); librdkafka retries.
+        case client = "client"
         case mockCluster = "mock-cluster"
     }
 

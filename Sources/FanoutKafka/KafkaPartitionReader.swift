@@ -14,7 +14,9 @@ public final class KafkaPartitionReader: Sendable {
 
     public init(configuration: KafkaConfiguration) throws {
         let effective = try configuration
-            .withDefaults(["enable.partition.eof": "true"])
+            // librdkafka requires a group.id even for manual assignment; the reader never joins
+            // the group nor commits, so sharing the worker's group id is harmless.
+            .withDefaults(["enable.partition.eof": "true", "group.id": "fanout-partition-reader"])
             .pinning(["enable.auto.commit": "false"], client: "partition reader")
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: try RDKafkaConf(effective), context: nil)
         _ = client.withHandle { rd_kafka_poll_set_consumer($0) }

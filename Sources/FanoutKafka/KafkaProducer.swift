@@ -30,6 +30,15 @@ public final class KafkaProducer: Sendable {
         client = try RDKafkaClient(type: RD_KAFKA_PRODUCER, conf: conf, context: ProducerContext(onError: onError ?? { error in
             FileHandleOutput.standardError("fanout kafka producer: \(error)")
         }))
+        // Delivery reports and errors are posted on the main queue; hand them to the background
+        // thread that runs the event callback.
+        client.withHandle { handle in
+            let main = rd_kafka_queue_get_main(handle)
+            let background = rd_kafka_queue_get_background(handle)
+            rd_kafka_queue_forward(main, background)
+            rd_kafka_queue_destroy(main)
+            rd_kafka_queue_destroy(background)
+        }
     }
 
     deinit {
@@ -182,7 +191,7 @@ private func fanoutProducerEventCallback(_ rk: OpaquePointer?, _ event: OpaquePo
         let err = rd_kafka_event_error(event)
         let text = String(cString: rd_kafka_event_error_string(event))
         let fatal = rd_kafka_event_error_is_fatal(event) != 0
-        context.onError(KafkaError(fatal ? .fatal : .produce, err, "producer client error: \(text)"))
+        context.onError(KafkaError(fatal ? .fatal : .client, err, "producer client error: \(text)"))
     default:
         break
     }

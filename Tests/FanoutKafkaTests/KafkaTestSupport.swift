@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import FanoutKafka
 
 /// Per-test unique names so tests sharing a process never share a group or topic.
@@ -61,4 +62,22 @@ func produceAll(_ producer: KafkaProducer, topic: String, range: Range<Int>, par
         for try await report in group { reports.append(report) }
         return reports
     }
+}
+
+/// Waits (suspending, not blocking a thread) until `condition` holds, failing after `limit`:
+/// a safety net against hangs, not a timing check.
+func waitUntil(_ what: String, limit: Duration = .seconds(60), _ condition: @Sendable () -> Bool) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + limit
+    while !condition() {
+        guard clock.now < deadline else { throw PollTimedOut(description: "gave up waiting for \(what) after \(limit)") }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}
+
+/// A flag shared between a test and its polling threads.
+final class Flag: Sendable {
+    private let state = Mutex(false)
+    func set() { state.withLock { $0 = true } }
+    var isSet: Bool { state.withLock { $0 } }
 }
