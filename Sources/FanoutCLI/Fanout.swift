@@ -6,6 +6,8 @@ public enum Fanout {
     /// Each command lives in its own file under `Sources/FanoutCLI/Commands/`.
     static let commands: [any Command.Type] = [
         ValidateCommand.self,
+        ProduceCommand.self,
+        BrokerCommand.self,
         APNsSimCommand.self,
         RunCommand.self,
         BenchCommand.self,

@@ -124,6 +124,18 @@ public final class KafkaProducer: Sendable {
         }
     }
 
+    /// Blocking (up to `timeout`): drops every queued and in-flight record; each one's completion runs
+    /// with a `.delivery` failure (purged) before this returns, unless the reports take longer.
+    public func purge(timeout: Duration = .seconds(5)) throws {
+        try client.withHandle { handle in
+            let err = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(.produce, err, "could not purge the producer queue: \(KafkaResponseCode(err).message)")
+            }
+        }
+        try flush(timeout: timeout)
+    }
+
     /// Records enqueued or in flight, not yet reported.
     public var pendingCount: Int { Int(client.withHandle { rd_kafka_outq_len($0) }) }
 
