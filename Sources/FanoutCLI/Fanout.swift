@@ -5,6 +5,7 @@ public enum Fanout {
     /// Every subcommand, in the order `fanout --help` lists them.
     /// Each command lives in its own file under `Sources/FanoutCLI/Commands/`.
     static let commands: [any Command.Type] = [
+        DemoCommand.self,
         ValidateCommand.self,
         ProduceCommand.self,
         BrokerCommand.self,

@@ -1,0 +1,284 @@
+import APNsSimulator
+import FanoutKafka
+import FanoutWorker
+import Foundation
+import Synchronization
+
+struct DemoOptions: Sendable {
+    /// Story speed factor (2 = twice as fast). The per-target `min_interval` stays real, so faster runs coalesce more.
+    var speed: Double = 1
+    var color = false
+    /// Print only the summary.
+    var quiet = false
+    /// Keep the simulator's delivery log and the worker's JSON log in this directory.
+    var keepLogDirectory: String?
+    /// Write the worker's JSON log lines to stderr instead of a file.
+    var workerLogsToStderr = false
+    /// The whole run, startup included; past it the demo stops and fails with what was still pending.
+    var timeout: Duration = .seconds(55)
+}
+
+/// What a run showed and checked, for the summary and for tests.
+struct DemoOutcome: Sendable {
+    var scene: DemoScene
+    var faces: [String: LockScreenBoard.Face]
+    var worker: WorkerSummary
+    var ledger: ProduceLedger.State
+    /// The group's committed offsets read back after the worker stopped (nil: never committed).
+    var committed: [TopicPartition: Int64?]
+    var eventPartitions: [TopicPartition]
+    var deadLetters: [DeadLetter]
+    var feedback: [Feedback]
+    var deliveries: [DeliveryRecord]
+    var simulatorStats: APNsSimulatorStats
+    var seconds: Double
+    var workerLogPath: String?
+    var deliveryLogPath: String?
+    var workerLogWriteFailures: Int
+    /// Empty when every check passed; otherwise what was wrong or still pending.
+    var problems: [String]
+
+    struct DeadLetter: Sendable, Equatable {
+        var topic: String
+        var key: String
+        var reason: String
+        var source: String
+        var detail: String?
+    }
+
+    struct Feedback: Sendable, Equatable {
+        var key: String
+        var token: String
+        var status: Int
+        var reason: String
+    }
+
+    var succeeded: Bool { problems.isEmpty }
+}
+
+/// Runs the demo: builds the stage, waits for the worker to be assigned, plays the scene while
+/// showing every Lock Screen change, waits until every event is committed, stops, then checks the
+/// result against the scene's expectations. Never hangs: everything is bounded by `options.timeout`.
+enum DemoRunner {
+    static func run(options: DemoOptions, console: DemoConsole) async throws -> DemoOutcome {
+        let clock = ContinuousClock()
+        let deadline = clock.now + options.timeout
+        let directory = options.keepLogDirectory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("fanout-demo-\(UUID().uuidString.prefix(8))").path
+        let stage = try DemoStage(directory: directory, keepLogs: options.keepLogDirectory != nil,
+                                  workerLogSink: options.workerLogsToStderr ? Log.standardErrorSink : nil, speed: options.speed)
+        let tail = stage.tail
+        if let path = stage.workerLogPath { console.line(console.paint("Worker log (JSON lines): \(path)", .dim)) }
+        var problems: [String] = []
+
+        let startup = clock.now
+        // start() reads topic metadata and joins the group: blocking librdkafka calls.
+        try await onOwnThread { try stage.worker.start() }
+        while true {
+            let readiness = stage.worker.isReady()
+            if readiness.isReady { break }
+            guard clock.now < deadline else {
+                problems.append("the worker did not become ready within \(options.timeout): \(readiness.reasons.joined(separator: "; "))")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        if problems.isEmpty {
+            console.line(console.paint("Worker ready in \(format(clock.now - startup)) — playing the scene"
+                                       + (options.speed == 1 ? "" : " at \(options.speed)×") + ".", .dim))
+        }
+
+        // Story second 0 lies `length` seconds in the past, so no event is dated in the future.
+        let scene = DemoScene(base: Int64(Date().timeIntervalSince1970) - Int64(DemoScene.length), channel: stage.channel)
+        let ledger = ProduceLedger()
+        let player = DemoPlayer(scene: scene, producer: stage.producer, simulator: stage.simulator, ledger: ledger,
+                                console: console, speed: options.speed)
+        var board = LockScreenBoard(cards: scene.cards)
+        let playerState = Mutex<PlayerState>(.playing)
+        let sceneStart = clock.now
+        console.startClock()
+
+        if problems.isEmpty {
+            let playTask = Task {
+                do {
+                    try await player.play(from: sceneStart)
+                    playerState.withLock { $0 = .finished }
+                } catch {
+                    playerState.withLock { $0 = .failed("\(error)") }
+                }
+            }
+            var shownTails = 0
+            while true {
+                showChanges(&board, stage: stage, tail: tail, scene: scene, shownTails: &shownTails, console: console)
+                let player = playerState.withLock { $0 }
+                if case .failed(let reason) = player {
+                    problems.append("publishing the scene failed: \(reason)")
+                    break
+                }
+                let ledgerState = ledger.snapshot
+                if !ledgerState.failures.isEmpty {
+                    problems.append("Kafka did not accept every scene record: \(ledgerState.failures.joined(separator: "; "))")
+                    break
+                }
+                if player == .finished && ledger.settled
+                    && pendingCommits(stage: stage, ends: ledgerState.ends, summary: stage.worker.summary).isEmpty
+                    && outcomesShown(tail: tail, summary: stage.worker.summary) {
+                    break
+                }
+                guard clock.now < deadline else {
+                    problems.append("timed out after \(options.timeout); still pending:")
+                    problems += pendingWork(player: player, ledger: ledger, stage: stage, board: board, scene: scene)
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            playTask.cancel()
+            _ = await playTask.value
+            showChanges(&board, stage: stage, tail: tail, scene: scene, shownTails: &shownTails, console: console)
+        }
+        let seconds = console.elapsed
+
+        try await stage.shutdown()
+        let summary = stage.worker.summary
+        let committed = try await onOwnThread { () throws -> [TopicPartition: Int64?] in
+            // Not subscribed: it never joins the group, it only asks the coordinator for the group's commits.
+            let reader = try KafkaConsumer(configuration: stage.cluster.configuration(["log_level": "3"]), groupID: stage.configuration.kafka.groupID)
+            let committed = try reader.committed(stage.eventPartitions, timeout: .seconds(5))
+            try reader.close()
+            return committed
+        }
+
+        var outcome = DemoOutcome(
+            scene: scene, faces: board.faces, worker: summary, ledger: ledger.snapshot, committed: committed,
+            eventPartitions: stage.eventPartitions, deadLetters: deadLetters(tail.records, stage: stage),
+            feedback: feedback(tail.records, stage: stage), deliveries: stage.simulator.deliveries(),
+            simulatorStats: stage.simulator.stats(), seconds: seconds, workerLogPath: stage.workerLogPath,
+            deliveryLogPath: stage.deliveryLogPath, workerLogWriteFailures: stage.workerLogFile?.failedWrites ?? 0,
+            problems: problems)
+        if problems.isEmpty { outcome.problems = DemoChecks.problems(in: outcome) }
+        // A failed run keeps its directory: the worker's log says why.
+        if outcome.succeeded && options.keepLogDirectory == nil {
+            do {
+                try FileManager.default.removeItem(atPath: directory)
+                outcome.workerLogPath = nil
+            } catch {
+                console.line("note: could not remove the demo's temporary directory \(directory): \(error)")
+            }
+        }
+        return outcome
+    }
+
+    enum PlayerState: Equatable, Sendable {
+        case playing, finished
+        case failed(String)
+    }
+
+    // MARK: Showing what changed
+
+    private static func showChanges(_ board: inout LockScreenBoard, stage: DemoStage, tail: KafkaTopicTail, scene: DemoScene,
+                                    shownTails: inout Int, console: DemoConsole) {
+        var views: [String: DeviceView] = [:]
+        for card in scene.cards {
+            for token in card.tokens { if let view = stage.simulator.deviceView(token: token) { views[token] = view } }
+            if let channel = card.channel, let view = stage.simulator.deviceView(channel: channel) { views[channel] = view }
+        }
+        let records = tail.records
+        let feedbackRecords = feedback(records, stage: stage)
+        for line in board.update(views: views, deliveries: stage.simulator.deliveries(), goneTokens: Set(feedbackRecords.map(\.token))) {
+            console.story(DemoSummary.describe(line, console: console))
+        }
+        guard records.count > shownTails else { return }
+        let fresh = Array(records[shownTails...])
+        shownTails = records.count
+        for item in feedback(fresh, stage: stage) {
+            console.story(console.paint("⚠ activity-token-feedback: \(item.key) token \(DemoScene.prefix(item.token)) → \(item.status) \(item.reason); Fanout stops sending to it", .yellow))
+        }
+        // Dead letters of one key and reason arriving together (a token_wait expiring) make one line.
+        var groups: [[DemoOutcome.DeadLetter]] = []
+        for letter in deadLetters(fresh, stage: stage) {
+            if let last = groups.last?.last, last.topic == letter.topic, last.key == letter.key, last.reason == letter.reason {
+                groups[groups.count - 1].append(letter)
+            } else {
+                groups.append([letter])
+            }
+        }
+        for group in groups {
+            let first = group[0]
+            let sources = group.count == 1 ? first.source : "\(first.source) … \(group[group.count - 1].source)"
+            let count = group.count == 1 ? "" : " ×\(group.count)"
+            console.story(console.paint("✗ \(first.topic): \(first.key) — \(first.reason)\(count) (from \(sources))", .red))
+        }
+    }
+
+    // MARK: Completion
+
+    /// Event partitions whose committed offset has not reached the end the producer wrote.
+    static func pendingCommits(stage: DemoStage, ends: [TopicPartition: Int64], summary: WorkerSummary) -> [String] {
+        stage.eventPartitions.compactMap { partition in
+            let end = ends[partition] ?? 0
+            let committed = summary.committed[partition.description] ?? 0
+            return committed >= end ? nil : "\(partition): committed \(committed) of \(end)"
+        }
+    }
+
+    private static func outcomesShown(tail: KafkaTopicTail, summary: WorkerSummary) -> Bool {
+        let records = tail.records
+        let feedbackTopic = FanoutConfiguration.defaults().kafka.topics.activityTokenFeedback
+        let feedbackCount = records.filter { $0.topic == feedbackTopic }.count
+        return feedbackCount >= summary.feedbackRecords && records.count - feedbackCount >= summary.totalDeadLettered
+    }
+
+    private static func pendingWork(player: PlayerState, ledger: ProduceLedger, stage: DemoStage, board: LockScreenBoard,
+                                    scene: DemoScene) -> [String] {
+        var pending: [String] = []
+        if player == .playing { pending.append("  the scene was still being published") }
+        let state = ledger.snapshot
+        for (topic, count) in state.enqueued.sorted(by: { $0.key < $1.key }) where (state.acked[topic] ?? 0) < count {
+            pending.append("  \(topic): \(count - (state.acked[topic] ?? 0)) record(s) not acknowledged by Kafka")
+        }
+        pending += pendingCommits(stage: stage, ends: state.ends, summary: stage.worker.summary).map { "  " + $0 }
+        for (name, expected) in scene.expectedFinal.sorted(by: { $0.key < $1.key }) {
+            let face = board.faces[name]
+            if face == nil || !DemoChecks.sameJSON(face!.contentState, expected.contentState) || face!.ended != expected.ended {
+                pending.append("  \(name) does not show its final state yet (shows: \(face?.text ?? "nothing"))")
+            }
+        }
+        return pending
+    }
+
+    // MARK: Reading the outcome topics
+
+    static func deadLetters(_ records: [KafkaMessage], stage: DemoStage) -> [DemoOutcome.DeadLetter] {
+        records.filter { $0.topic != stage.configuration.kafka.topics.activityTokenFeedback }.map { record in
+            DemoOutcome.DeadLetter(topic: record.topic, key: text(record.key) ?? "(no key)",
+                                   reason: text(record.header(DeadLetterProducer.errorHeader)?.value) ?? "(no fanout-error header)",
+                                   source: text(record.header(DeadLetterProducer.sourceHeader)?.value) ?? "?",
+                                   detail: text(record.header(DeadLetterProducer.detailHeader)?.value))
+        }
+    }
+
+    static func feedback(_ records: [KafkaMessage], stage: DemoStage) -> [DemoOutcome.Feedback] {
+        records.filter { $0.topic == stage.configuration.kafka.topics.activityTokenFeedback }.compactMap { record in
+            guard let value = record.value,
+                  let object = (try? JSONSerialization.jsonObject(with: Data(value))) as? [String: Any] else { return nil }
+            return DemoOutcome.Feedback(key: object["key"] as? String ?? text(record.key) ?? "?", token: object["token"] as? String ?? "",
+                                        status: (object["status"] as? NSNumber)?.intValue ?? 0, reason: object["reason"] as? String ?? "")
+        }
+    }
+
+    private static func text(_ bytes: [UInt8]?) -> String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
+
+    static func format(_ duration: Duration) -> String {
+        String(format: "%.1f s", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
+}
+
+/// Runs a blocking call (librdkafka flush, commit queries, joining a reader thread) on a thread of
+/// its own, never on Swift's cooperative pool.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.name = "demo-blocking"
+        thread.start()
+    }
+}
