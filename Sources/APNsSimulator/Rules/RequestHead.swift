@@ -56,7 +56,7 @@ final class RequestHead {
 
     func reset() {
         arena.removeAll(keepingCapacity: true)
-        for index in starts.indices { starts[index] = -1 }
+        starts.withUnsafeMutableBufferPointer { $0.update(repeating: -1) }
         duplicated = nil
         body.removeAll(keepingCapacity: true)
         bodyLength = 0
