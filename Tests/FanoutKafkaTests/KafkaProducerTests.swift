@@ -58,6 +58,32 @@ import Testing
         #expect(failures.withLock { $0 }.isEmpty)
     }
 
+    @Test func purgeFailsEveryUnacknowledgedRecordBeforeReturning() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("purge")
+        try cluster.createTopic(topic, partitions: 1)
+        try cluster.setBrokerDown(1)
+        let producer = try KafkaProducer(configuration: cluster.configuration(), onError: { _ in })
+        let results = Mutex<[Result<KafkaDeliveryReport, KafkaError>]>([])
+        for index in 0..<3 {
+            try producer.produce(topic: topic, key: nil, value: bytes("\(index)")) { result in
+                results.withLock { $0.append(result) }
+            }
+        }
+        try await onThread { try producer.purge(timeout: .seconds(10)) }
+        let reported = results.withLock { $0 }
+        #expect(reported.count == 3)
+        for result in reported {
+            guard case .failure(let error) = result else {
+                Issue.record("a purged record was reported as delivered")
+                continue
+            }
+            #expect(error.code == .delivery)
+            #expect(error.underlying.name.hasPrefix("_PURGE"))
+        }
+        #expect(producer.pendingCount == 0)
+    }
+
     @Test func retriableBrokerErrorsAreRetriedBeforeTheReport() async throws {
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("retry")
