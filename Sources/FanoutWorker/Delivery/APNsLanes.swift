@@ -38,9 +38,9 @@ final class APNsLanes: Sendable {
     }
 
     /// The client for a send: the token registration's environment when known, else the app's.
-    func client(lane: Lane, app: String, environment: String?) -> APNsClient? {
+    func client(lane: Lane, app: String, environment: APNsModel.APNsEnvironment?) -> APNsClient? {
         if custom { return clients[ClientKey(lane: lane, environment: .production)] }
-        let chosen = environment.flatMap(APNsModel.APNsEnvironment.init(rawValue:)) ?? appEnvironments[app] ?? .production
+        let chosen = environment ?? appEnvironments[app] ?? .production
         return clients[ClientKey(lane: lane, environment: chosen)] ?? appEnvironments[app].flatMap { clients[ClientKey(lane: lane, environment: $0)] }
     }
 

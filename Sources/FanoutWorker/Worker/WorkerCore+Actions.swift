@@ -116,6 +116,12 @@ extension WorkerCore {
             }
             state.engine.complete(send.sendID, outcome: outcome, now: now, into: &actions)
         }
+        if let started, log.isEnabled(.trace) {
+            let elapsed = Nanoseconds(ContinuousClock.now - started)
+            log.trace("send completed", ["key": .string(send.target), "lane": .string(lane), "started_ns": .int(now - elapsed),
+                                         "completed_ns": .int(now), "outcome": .string(Self.sendResult(outcome).rawValue),
+                                         "timestamp": .int(send.event.timestamp), "offsets": .int(send.coveredOffsets.count)])
+        }
         if case .tokenGone(let reason, let status, _) = outcome {
             metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.tokenGone.rawValue).increment(by: UInt64(send.coveredOffsets.count))
             log.info("APNs says the token is gone", ["key": .string(send.target), "status": .int(status), "reason": .string(reason),

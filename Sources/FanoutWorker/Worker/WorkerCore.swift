@@ -117,8 +117,7 @@ final class WorkerCore: Sendable {
                 switch TokenRecord.update(from: message.value, apps: settings.appNames) {
                 case .register(let record):
                     state.summary.tokenUpdates += 1
-                    state.engine.tokenRegistered(key: key, token: record.token, app: record.app, environment: record.environment.rawValue,
-                                                 at: record.at, partition: message.partition, now: now, into: &actions)
+                    state.engine.tokenRegistered(key: key, record: record, partition: message.partition, now: now, into: &actions)
                 case .tombstone:
                     state.summary.tokenUpdates += 1
                     state.engine.tokenRemoved(key: key)
