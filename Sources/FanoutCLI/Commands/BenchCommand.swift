@@ -103,7 +103,7 @@ enum EngineBenchmark {
         actions.reserveCapacity(64)
         let broadcastTargets = max(1, targets / 250)
         for target in 0..<targets {
-            engine.tokenRegistered(key: "act-\(target)", token: hexToken(target), app: app, environment: "production",
+            engine.tokenRegistered(key: "act-\(target)", token: hexToken(target), environment: .production,
                                    at: 1, partition: Int32(target % partitions.count), now: now, into: &actions)
         }
         actions.removeAll()
@@ -242,7 +242,7 @@ enum EngineBenchmark {
                           targets, Double(after.rss - before.rss) / Double(targets)))
         let beforeTokens = MemoryUsage.current()
         for index in 0..<targets {
-            _ = engine.tokenRegistered(key: "act-\(index)", token: hexToken(index), app: app, environment: "production",
+            _ = engine.tokenRegistered(key: "act-\(index)", token: hexToken(index), environment: .production,
                                        at: 1, partition: Int32(index & 15), now: now)
         }
         let afterTokens = MemoryUsage.current()

@@ -44,7 +44,8 @@ struct TargetState: Sendable {
     var tokenNotBefore: Int64 = 0
     var inFlightSendID: UInt64 = 0
     var bucket: TokenBucket
-    var lastOutcome: SendOutcome?
+    /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
+    var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0
 
     init(key: String, lane: Lane, appIndex: UInt16, profileIndex: UInt16, partitionSlot: Int32,
@@ -66,6 +67,34 @@ struct TargetState: Sendable {
 /// Which budget settings a target uses, decided once when it is created.
 enum BudgetClass: UInt8, Sendable {
     case activity, frequentUpdates, broadcast
+}
+
+/// A `SendOutcome` without its strings: what kind, and the HTTP status when there was one.
+public struct OutcomeSummary: Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: UInt8, Sendable, Hashable {
+        case delivered, tokenGone, retry, refreshAuth, badPayload, configError
+    }
+    public var kind: Kind
+    /// HTTP status, or 0 for transport failures.
+    public var status: Int16
+
+    init(_ outcome: SendOutcome) {
+        switch outcome {
+        case .delivered: (kind, status) = (.delivered, 200)
+        case let .tokenGone(_, code, _): (kind, status) = (.tokenGone, Int16(clamping: code))
+        case let .retry(_, code, _): (kind, status) = (.retry, Int16(clamping: code ?? 0))
+        case .refreshAuth: (kind, status) = (.refreshAuth, 403)
+        case let .badPayload(_, code): (kind, status) = (.badPayload, Int16(clamping: code))
+        case let .configError(_, code): (kind, status) = (.configError, Int16(clamping: code))
+        }
+    }
+
+    public init(kind: Kind, status: Int16) {
+        self.kind = kind
+        self.status = status
+    }
+
+    public var description: String { status == 0 ? "\(kind)" : "\(kind) \(status)" }
 }
 
 /// Dictionary key of a target: lane plus activity key / channel id.

@@ -1,3 +1,5 @@
+import APNsModel
+
 /// A Kafka partition as the engine tracks it: topic name plus partition number.
 public struct PartitionID: Sendable, Hashable, CustomStringConvertible {
     public var topic: String
@@ -44,8 +46,9 @@ public struct SendRequest: Sendable, Hashable {
     public var target: String
     public var app: String
     public var destination: Destination
-    /// `production` / `sandbox` from the token registration; nil when unknown (inline and push-to-start tokens).
-    public var environment: String?
+    /// From the token registration; nil when unknown (inline and push-to-start tokens, channels):
+    /// use the app's configured environment.
+    public var environment: APNsEnvironment?
     /// 10 or 5.
     public var priority: Int
     /// The state to put in the payload: the newest state, with an alert kept from a replaced event.

@@ -12,7 +12,7 @@ extension FanoutEngine {
         let index = Int(send.slot)
         guard targets[index].live, targets[index].incarnation == send.incarnation else { return }
         targets[index].inFlightSendID = 0
-        targets[index].lastOutcome = outcome
+        targets[index].lastOutcome = OutcomeSummary(outcome)
         targets[index].lastOutcomeAt = now
         let appIndex = targets[index].appIndex
         let event = send.update.event

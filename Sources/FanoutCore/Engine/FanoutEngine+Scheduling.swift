@@ -1,3 +1,5 @@
+import APNsModel
+
 /// The send decision for one target: meaning, min_interval, backoff, budget, token, app pause.
 extension FanoutEngine {
     func budget(of target: TargetState) -> BudgetSettings { budget(target.budgetClass) }
@@ -40,7 +42,7 @@ extension FanoutEngine {
         }
 
         let destination: Destination
-        var environment: String?
+        var environment: APNsEnvironment?
         switch (targets[index].lane, kind) {
         case (.broadcast, _):
             destination = .channel(targets[index].key)

@@ -90,7 +90,7 @@ public struct FanoutEngine: Sendable {
             targets[index].profileIndex = profileIndexByType[type] ?? 0
         }
         if event.kind != .start, event.lane == .activity, let token = event.token {
-            tokens.register(key: event.target, token: token, app: app, environment: nil, at: event.timestamp,
+            tokens.register(key: event.target, token: token, environment: nil, at: event.timestamp,
                             partition: source.partition.partition)
         }
         targets[index].latestAccepted = event.timestamp
@@ -133,9 +133,9 @@ public struct FanoutEngine: Sendable {
 
     /// A registration from activity-tokens (or a rotation). Takes effect for the next send; wakes a
     /// target waiting for a token.
-    public mutating func tokenRegistered(key: String, token: String, app: String?, environment: String?, at: Int64,
+    public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
-        guard tokens.register(key: key, token: token, app: app, environment: environment, at: at, partition: partition) else { return }
+        guard tokens.register(key: key, token: token, environment: environment, at: at, partition: partition) else { return }
         if let slot = slotByKey[TargetKey(lane: .activity, id: key)] { evaluate(slot, now: now, into: &actions) }
     }
 
@@ -199,10 +199,17 @@ extension FanoutEngine {
         return actions
     }
 
-    public mutating func tokenRegistered(key: String, token: String, app: String?, environment: String?, at: Int64,
+    public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, now: Nanoseconds) -> [EngineAction] {
         var actions: [EngineAction] = []
-        tokenRegistered(key: key, token: token, app: app, environment: environment, at: at, partition: partition, now: now, into: &actions)
+        tokenRegistered(key: key, token: token, environment: environment, at: at, partition: partition, now: now, into: &actions)
         return actions
+    }
+
+    /// A decoded activity-tokens record (see `TokenRecord.update(from:apps:)`), read from `partition`.
+    public mutating func tokenRegistered(key: String, record: TokenRecord, partition: Int32, now: Nanoseconds,
+                                         into actions: inout [EngineAction]) {
+        tokenRegistered(key: key, token: record.token, environment: APNsEnvironment(rawValue: record.environment.rawValue),
+                        at: record.at, partition: partition, now: now, into: &actions)
     }
 }

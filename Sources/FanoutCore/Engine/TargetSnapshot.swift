@@ -13,7 +13,7 @@ public struct TargetSnapshot: Sendable, Hashable {
     public var lastSentTimestamp: Int64?
     public var lastSendAt: Nanoseconds?
     public var lastDeliveredAt: Nanoseconds?
-    public var lastOutcome: SendOutcome?
+    public var lastOutcome: OutcomeSummary?
     public var lastOutcomeAt: Nanoseconds?
     /// The pending state: its kind, timestamp and how many input offsets it covers.
     public var pendingKind: EventKind?

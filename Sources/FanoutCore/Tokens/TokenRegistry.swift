@@ -1,17 +1,20 @@
+import APNsModel
+
 /// Per-activity update tokens from `activity-tokens` (and inline `token` fields), keyed by activity key.
 ///
 /// A rotation replaces the token for the next send. A token APNs reported gone is kept, marked gone,
-/// so no send uses it again until a newer registration arrives.
+/// so no send uses it again until a newer registration arrives. Memory per key: the key, the token
+/// string and 16 bytes (the app is not kept: the target knows its app).
 public struct TokenRegistry: Sendable {
     public struct Record: Sendable, Hashable {
         public var token: String
-        public var app: String?
-        public var environment: String?
         /// Registration time, UNIX seconds.
         public var at: Int64
-        public var gone: Bool
         /// activity-tokens partition number (equal to the activity-updates partition of the key).
         public var partition: Int32
+        public var gone: Bool
+        /// nil for inline tokens: the worker uses the app's configured environment.
+        public var environment: APNsEnvironment?
     }
 
     private var records: [String: Record] = [:]
@@ -25,19 +28,19 @@ public struct TokenRegistry: Sendable {
     /// Applies a registration. Returns true when it changed the usable token (new token, or gone → usable).
     /// An older registration (`at` below the current one's) is ignored: the compacted topic may replay it.
     @discardableResult
-    public mutating func register(key: String, token: String, app: String?, environment: String?, at: Int64, partition: Int32) -> Bool {
+    public mutating func register(key: String, token: String, environment: APNsEnvironment?, at: Int64, partition: Int32) -> Bool {
         if let existing = records[key] {
             if existing.token == token {
-                // Same token re-published: refreshes nothing unless it is strictly newer than the gone report.
+                // Same token re-published: revives it only when strictly newer than the registration it replaced.
                 if existing.gone && at > existing.at {
-                    records[key] = Record(token: token, app: app ?? existing.app, environment: environment ?? existing.environment, at: at, gone: false, partition: partition)
+                    records[key] = Record(token: token, at: at, partition: partition, gone: false, environment: environment ?? existing.environment)
                     return true
                 }
                 return false
             }
             guard at >= existing.at else { return false }
         }
-        records[key] = Record(token: token, app: app, environment: environment, at: at, gone: false, partition: partition)
+        records[key] = Record(token: token, at: at, partition: partition, gone: false, environment: environment)
         return true
     }
 

@@ -10,7 +10,7 @@ import Testing
         #expect(sends.count == 1)
         #expect(send.priority == 10)
         #expect(send.destination == .activityToken(tokenA))
-        #expect(send.environment == "sandbox")
+        #expect(send.environment == .sandbox)
         #expect(send.staleDate == 100 + 15 * 60)
         #expect(send.dismissalDate == nil)
         #expect(send.coveredOffsets == [0])

@@ -34,7 +34,7 @@ struct Harness {
     init(configuration: EngineConfiguration = EngineConfiguration(), registerToken: Bool = true) {
         engine = FanoutEngine(configuration: configuration)
         if registerToken {
-            _ = engine.tokenRegistered(key: "export-42", token: tokenA, app: "com.example.exports", environment: "sandbox",
+            _ = engine.tokenRegistered(key: "export-42", token: tokenA, environment: .sandbox,
                                        at: 1, partition: 0, now: now)
         }
     }
@@ -65,7 +65,7 @@ struct Harness {
 
     @discardableResult
     mutating func register(_ token: String, key: String = "export-42", at: Int64) -> [EngineAction] {
-        let new = engine.tokenRegistered(key: key, token: token, app: "com.example.exports", environment: "production",
+        let new = engine.tokenRegistered(key: key, token: token, environment: .production,
                                          at: at, partition: 0, now: now)
         actions += new
         return new

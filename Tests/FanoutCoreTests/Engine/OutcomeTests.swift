@@ -13,7 +13,10 @@ import Testing
         #expect(h.advance(9 * sec).sends.isEmpty)
         let retry = try #require(h.advance(sec).sends.first)
         #expect(retry.event.id == "e2" && retry.coveredOffsets == [0, 1])
-        #expect(h.engine.snapshot(lane: .activity, target: "export-42", now: h.now)?.retryAttempts == 1)
+        let snapshot = try #require(h.engine.snapshot(lane: .activity, target: "export-42", now: h.now))
+        #expect(snapshot.retryAttempts == 1)
+        #expect(snapshot.lastOutcome == OutcomeSummary(kind: .retry, status: 429))
+        #expect(snapshot.sends == 2 && snapshot.deliveries == 0 && snapshot.tokenPrefix == String(tokenA.prefix(8)) + "…")
     }
 
     @Test func backoffIsCappedAndJittered() throws {

@@ -23,6 +23,16 @@ import Testing
         #expect(send.destination == .activityToken(tokenB))
     }
 
+    @Test func decodedTokenRecordRegistersWithItsEnvironment() throws {
+        var h = Harness(registerToken: false)
+        var actions: [EngineAction] = []
+        h.engine.tokenRegistered(key: "export-42", record: TokenRecord(token: tokenB, app: "com.example.exports", environment: .sandbox, at: 7),
+                                 partition: 0, now: h.now, into: &actions)
+        let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        #expect(send.destination == .activityToken(tokenB) && send.environment == .sandbox)
+        #expect(h.engine.tokens.record(for: "export-42")?.at == 7)
+    }
+
     @Test func rotationTakesEffectForTheNextSendAndOlderRegistrationIsIgnored() throws {
         var h = Harness()
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))

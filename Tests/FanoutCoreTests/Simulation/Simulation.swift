@@ -171,7 +171,7 @@ struct Simulation {
             latestToken[event.key] = (event.token, event.registeredAt)
             let partition = SimulatedWorkload.partition(for: event.key, lane: .activity)
             if assigned.contains(partition) {
-                engine.tokenRegistered(key: event.key, token: event.token, app: nil, environment: "sandbox", at: event.registeredAt,
+                engine.tokenRegistered(key: event.key, token: event.token, environment: .sandbox, at: event.registeredAt,
                                        partition: partition.partition, now: now, into: &actions)
             }
         }
@@ -231,7 +231,7 @@ struct Simulation {
         var ignored: [EngineAction] = []
         for key in latestToken.keys.sorted() where SimulatedWorkload.partition(for: key, lane: .activity) == partition {
             let record = latestToken[key]!
-            engine.tokenRegistered(key: key, token: record.token, app: nil, environment: "sandbox", at: record.registeredAt,
+            engine.tokenRegistered(key: key, token: record.token, environment: .sandbox, at: record.registeredAt,
                                    partition: partition.partition, now: now, into: &ignored)
         }
         precondition(ignored.isEmpty, "no targets exist on a freshly assigned partition")
