@@ -130,8 +130,8 @@ public final class APNsSimulator: Sendable {
     /// Accepted pushes still in memory (the newest `deliveryMemoryCapacity`), oldest first.
     public func deliveries() -> [DeliveryRecord] { engine.state.withLock { $0.deliveries } }
 
-    public func deviceView(token: String) -> DeviceView? { engine.state.withLock { $0.deviceViews.views[token] } }
-    public func deviceView(channel: String) -> DeviceView? { engine.state.withLock { $0.channelViews.views[channel] } }
+    public func deviceView(token: String) -> DeviceView? { engine.state.withLock { $0.deviceViews.view(token) } }
+    public func deviceView(channel: String) -> DeviceView? { engine.state.withLock { $0.channelViews.view(channel) } }
 
     public func stats() -> APNsSimulatorStats { engine.state.withLock { $0.stats } }
 

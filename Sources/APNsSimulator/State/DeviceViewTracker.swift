@@ -2,15 +2,20 @@
 /// `capacity` targets.
 struct DeviceViewTracker {
     let capacity: Int
-    private(set) var views: [String: DeviceView] = [:]
+    private var views: [TargetKey: DeviceView] = [:]
     private(set) var untracked = 0
 
     init(capacity: Int) { self.capacity = capacity }
 
+    var count: Int { views.count }
+
+    func view(_ target: String) -> DeviceView? { views[TargetKey(target)] }
+
     mutating func apply(target: String, event: LiveActivityPayload.Event, timestamp: Double, contentState: String) {
-        guard let index = views.index(forKey: target) else {
+        let key = TargetKey(target)
+        guard let index = views.index(forKey: key) else {
             guard views.count < capacity else { untracked += 1; return }
-            views[target] = DeviceView(target: target, event: event.rawValue, timestamp: timestamp, contentState: contentState,
+            views[key] = DeviceView(target: target, event: event.rawValue, timestamp: timestamp, contentState: contentState,
                                        ended: event == .end, applied: 1, ignored: 0)
             return
         }
@@ -29,4 +34,23 @@ struct DeviceViewTracker {
         view.ended = event == .end
         view.applied += 1
     }
+}
+
+/// A token or channel ID as a dictionary key. Tokens are long (160 hex characters) and random, so hashing
+/// the length and the last 16 bytes spreads them as well as hashing all of them, at a tenth of the cost;
+/// equality still compares the whole string.
+private struct TargetKey: Hashable {
+    let text: String
+
+    init(_ text: String) { self.text = text }
+
+    func hash(into hasher: inout Hasher) {
+        var text = text
+        text.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(16))))
+        }
+    }
+
+    static func == (lhs: TargetKey, rhs: TargetKey) -> Bool { lhs.text == rhs.text }
 }

@@ -58,6 +58,8 @@ final class ServerConnection {
     }
 
     static let outputHighWater = 64 * 1024
+    /// Request heads kept for reuse (about one per concurrent stream a busy client keeps open).
+    static let maxSpareHeads = 256
 
     init(descriptor: Int32, serial: UInt64, kind: ListenerKind, tls: TLSConnection, engine: SimulatorEngine,
          loop: EventLoop, callbacks: HTTP2Callbacks) throws {
@@ -204,7 +206,7 @@ final class ServerConnection {
 
     fileprivate func streamClosed(streamID: Int32) {
         if streamID == lastStreamID { lastHead = nil; lastStreamID = 0 }
-        if let head = streams.removeValue(forKey: streamID), spareHeads.count < 64 { spareHeads.append(head) }
+        if let head = streams.removeValue(forKey: streamID), spareHeads.count < Self.maxSpareHeads { spareHeads.append(head) }
         responseBodies[streamID] = nil
     }
 

@@ -36,7 +36,8 @@ struct PayloadRulesTests {
         var tracker = DeviceViewTracker(capacity: 1)
         tracker.apply(target: "a", event: .update, timestamp: 1, contentState: "{}")
         tracker.apply(target: "b", event: .update, timestamp: 1, contentState: "{}")
-        #expect(tracker.views.count == 1)
+        #expect(tracker.count == 1)
+        #expect(tracker.view("a") != nil && tracker.view("b") == nil)
         #expect(tracker.untracked == 1)
     }
 
