@@ -58,3 +58,37 @@ public struct EngineConfiguration: Sendable {
         return frequentUpdatesApps.contains(app) ? frequentUpdatesBudget : activityBudget
     }
 }
+
+/// A setting the engine cannot work with, named with the value given and what to do.
+public struct EngineConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var setting: String
+    public var description: String
+}
+
+extension EngineConfiguration {
+    /// Checks every knob; throws on the first that cannot work.
+    public func validate() throws(EngineConfigurationError) {
+        func require(_ condition: Bool, _ setting: String, _ message: String) throws(EngineConfigurationError) {
+            if !condition { throw EngineConfigurationError(setting: setting, description: "\(setting): \(message)") }
+        }
+        try require(tokenWait > 0, "token_wait", "must be positive (default 30 s): updates wait this long for a push token")
+        try require(defaultStaleAfterSeconds > 0, "default_stale_after", "must be positive (default 900 s)")
+        try require(dedupeWindowPerPartition >= 0, "dedupe_window", "must not be negative (0 turns id-based duplicate detection off)")
+        try require(backoffBase > 0, "backoff_base", "must be positive")
+        try require(backoffCap >= backoffBase, "backoff_cap", "must be at least backoff_base")
+        try require(configProbeInterval > 0, "config_probe_interval", "must be positive: a paused app is probed this often")
+        try require(maxIncompletePerPartition > 1, "max_pending_per_partition", "must be above 1")
+        try require(maxInFlightPerPartition > 1, "max_in_flight_per_partition", "must be above 1")
+        try require(maxIncompleteTotal > 1, "max_pending_total", "must be above 1")
+        try require(sweepInterval > 0 && forgetIdleAfter > 0 && forgetEndedAfter > 0, "forget_idle_after",
+                    "target retention and sweep interval must be positive")
+        for (app, type) in attributesTypeByApp.sorted(by: { $0.key < $1.key }) {
+            try require(meaningProfiles[type] != nil, "attributes_type_by_app",
+                        "app '\(app)' names attributes type '\(type)', which has no meaning profile; add one or fix the name")
+        }
+        for (type, profile) in meaningProfiles.sorted(by: { $0.key < $1.key }) {
+            try require(Set(profile.progressFields).count == profile.progressFields.count, "meaning_profiles",
+                        "'\(type)' lists a progress field twice")
+        }
+    }
+}

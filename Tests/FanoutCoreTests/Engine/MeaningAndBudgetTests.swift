@@ -106,3 +106,26 @@ import Testing
         #expect(actions.deadLetters.map(\.reason) == [.startOnBroadcast])
     }
 }
+
+@Suite struct EngineConfigurationTests {
+    @Test func defaultsAreValid() throws {
+        try EngineConfiguration().validate()
+    }
+
+    @Test func unknownAttributesTypeIsNamed() {
+        var configuration = EngineConfiguration()
+        configuration.attributesTypeByApp["com.example.exports"] = "ExportAtributes"
+        #expect(throws: EngineConfigurationError.self) { try configuration.validate() }
+        do {
+            try configuration.validate()
+        } catch {
+            #expect(error.setting == "attributes_type_by_app" && error.description.contains("ExportAtributes"))
+        }
+    }
+
+    @Test func backoffCapBelowBaseIsRejected() {
+        var configuration = EngineConfiguration()
+        configuration.backoffCap = configuration.backoffBase - 1
+        #expect(throws: EngineConfigurationError.self) { try configuration.validate() }
+    }
+}
