@@ -5,6 +5,7 @@ struct AppCatalog: Sendable {
     struct App: Sendable {
         var bundleID: String
         var topic: [UInt8]
+        var topicText: String
         var broadcastEnabled: Bool
     }
 
@@ -12,7 +13,7 @@ struct AppCatalog: Sendable {
 
     init(bundleIDs: [String], broadcastApps: [String]?) {
         apps = bundleIDs.map { bundle in
-            App(bundleID: bundle, topic: Array((bundle + ".push-type.liveactivity").utf8),
+            App(bundleID: bundle, topic: Array((bundle + ".push-type.liveactivity").utf8), topicText: bundle + ".push-type.liveactivity",
                 broadcastEnabled: broadcastApps.map { $0.contains(bundle) } ?? true)
         }
     }

@@ -137,7 +137,7 @@ final class SimulatorEngine: Sendable {
         return DeliveryRecord(
             time: now, kind: device != nil ? .device : .broadcast, token: token, channel: broadcast?.channelID,
             bundleID: catalog.apps[appIndex].bundleID, priority: device?.priority ?? broadcast!.priority,
-            apnsID: id, uniqueID: uniqueID, topic: device != nil ? request.string(.topic) : nil, pushType: "liveactivity",
+            apnsID: id, uniqueID: uniqueID, topic: device != nil ? catalog.apps[appIndex].topicText : nil, pushType: "liveactivity",
             expiration: device?.expiration ?? broadcast?.expiration, collapseID: request.string(.collapseID),
             event: payload.event.rawValue, timestamp: payload.timestamp,
             aps: String(decoding: request.body[payload.aps], as: UTF8.self))
