@@ -54,6 +54,8 @@ struct Simulation {
     var outages: [(from: Nanoseconds, to: Nanoseconds, tooMany: Bool)] = []
     var configBroken: (app: String, from: Nanoseconds, to: Nanoseconds)?
     var nextRevokeAt: Nanoseconds
+    /// When the worker process crashes (nil: not in this run).
+    var crashAt: Nanoseconds?
     var healed = false
     var steps = 0
     var nextArrival: [(PartitionID, Nanoseconds)] = []
@@ -81,6 +83,7 @@ struct Simulation {
         engine = FanoutEngine(configuration: configuration)
         workload = SimulatedWorkload(random: &random, start: start, horizon: horizon)
         nextRevokeAt = start + random.between(5, 120) * 1_000_000_000
+        if random.chance(0.2) { crashAt = start + random.between(1, horizon / 1_000_000_000) * 1_000_000_000 }
         for _ in 0..<random.below(4) {
             let from = start + random.between(0, horizon / 1_000_000_000) * 1_000_000_000
             outages.append((from, from + random.between(1, random.chance(0.3) ? 600 : 60) * 1_000_000_000, random.chance(0.5)))
@@ -149,6 +152,7 @@ struct Simulation {
         for at in reassignAt.values { next = min(next, at) }
         if let deadline = engine.nextDeadline() { next = min(next, max(deadline, now)) }
         if !healed { next = min(next, max(nextRevokeAt, now), start + horizon + 60 * 1_000_000_000) }
+        if let crashAt { next = min(next, max(crashAt, now)) }
         guard next != Int64.max else { return nil }
         return next <= now ? now + 1_000 : next
     }
@@ -188,6 +192,7 @@ struct Simulation {
             try observeOutcome(flight)
             engine.complete(sendID, outcome: flight.outcome, now: now, into: &actions)
         }
+        if let at = crashAt, now >= at { crash() }
         // Rebalances.
         if !healed && now >= nextRevokeAt {
             nextRevokeAt = now + random.between(10, 300) * 1_000_000_000
@@ -260,5 +265,32 @@ struct Simulation {
             watches[target.key] = nil
         }
         reassignAt[partition] = now + random.between(0, 30) * 1_000_000_000
+    }
+
+    /// The worker dies: every bit of engine state is lost, Kafka replays from the last commit.
+    /// Pushes APNs accepted before the crash did reach the device; unacknowledged produces did not happen.
+    mutating func crash() {
+        crashAt = nil
+        stats.crashes += 1
+        for sendID in flights.keys.sorted() {
+            let flight = flights[sendID]!
+            if case .delivered = flight.outcome {
+                for offset in flight.request.coveredOffsets { markDone(EventSource(partition: flight.request.partition, offset: offset), .delivered) }
+                deliveredTimestamps[flight.request.target, default: []].insert(flight.request.event.timestamp)
+            }
+        }
+        flights = [:]
+        resolutions.removeAll()  // produces not yet acknowledged never happened; the replay redoes them
+        pendingFeedback = [:]
+        // A new process: budgets it never saw are not held against it (Apple's are per device; see README).
+        watches = [:]
+        pushToStartBuckets = [:]
+        engine = FanoutEngine(configuration: configuration)
+        reassignAt = [:]
+        assigned = []
+        for partition in assignedOrder {
+            epoch[partition, default: 0] += 1
+            assign(partition)
+        }
     }
 }

@@ -12,6 +12,7 @@ struct SimulationStats: CustomStringConvertible {
     var pauses = 0
     var resumes = 0
     var revokes = 0
+    var crashes = 0
     var drops: [String: Int] = [:]
     var deadLetters: [String: Int] = [:]
     var outcomes: [String: Int] = [:]
@@ -37,6 +38,7 @@ struct SimulationStats: CustomStringConvertible {
         pauses += other.pauses
         resumes += other.resumes
         revokes += other.revokes
+        crashes += other.crashes
         drops.merge(other.drops, uniquingKeysWith: +)
         deadLetters.merge(other.deadLetters, uniquingKeysWith: +)
         outcomes.merge(other.outcomes, uniquingKeysWith: +)
@@ -44,7 +46,7 @@ struct SimulationStats: CustomStringConvertible {
 
     var description: String {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
-            + "pauses=\(pauses) resumes=\(resumes) revokes=\(revokes) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "pauses=\(pauses) resumes=\(resumes) revokes=\(revokes) crashes=\(crashes) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }

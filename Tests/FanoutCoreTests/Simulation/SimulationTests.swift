@@ -32,7 +32,7 @@ import Testing
         if seeds.count >= 100 {
             // Every behaviour the invariants are about must have happened, or the run proved nothing.
             #expect(total.sends > total.events / 10 && total.coalescedSends > 0 && total.revokes > 0)
-            #expect(total.feedback > 0 && total.pauses > 0 && total.resumes > 0)
+            #expect(total.feedback > 0 && total.pauses > 0 && total.resumes > 0 && total.crashes > 0)
             #expect(total.outcomes["retry", default: 0] > 0 && total.deadLetters["no-token", default: 0] > 0)
             #expect(Set(total.drops.keys).isSuperset(of: ["duplicate-id", "not-newer", "after-end"]))
         }
