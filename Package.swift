@@ -48,5 +48,6 @@ let package = Package(
         .testTarget(name: "FanoutWorkerTests",
                     dependencies: ["FanoutWorker", "FanoutCore", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],
                     swiftSettings: strict),
+        .testTarget(name: "FanoutCLITests", dependencies: ["FanoutCLI", "FanoutWorker", "FanoutCore", "FanoutKafka", "APNsSimulator"], swiftSettings: strict),
     ]
 )
