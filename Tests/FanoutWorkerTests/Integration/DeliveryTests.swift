@@ -67,3 +67,87 @@ extension WorkerIntegration {
         }
     }
 }
+
+extension WorkerIntegration.Delivery {
+    /// (c) 410 Unregistered: a feedback record acknowledged by Kafka, no further sends to the token, offsets done.
+    @Test func goneTokenProducesFeedbackAndStopsSends() async throws {
+        let harness = try IntegrationHarness(partitions: 2)
+        let key = "ride-7", token = IntegrationHarness.token(7)
+        let goneAt: Int64 = 1_790_000_000_000
+        harness.simulator.registerToken(token, state: .unregistered(timestampMillis: goneAt))
+        let base = IntegrationHarness.now - 300
+        try await harness.registerToken(key: key, token: token, at: base - 10)
+        let worker = try harness.makeWorker(name: "c")
+        try worker.start()
+
+        try await harness.produceEvent(key: key, IntegrationHarness.event(id: "r1", key: key, timestamp: base, state: "{\"eta\":10}"))
+        try await harness.eventually("a feedback record on \(IntegrationHarness.feedback)") {
+            try !harness.readAll(IntegrationHarness.feedback).isEmpty
+        }
+        let records = try harness.readAll(IntegrationHarness.feedback)
+        #expect(records.count == 1)
+        let record = try #require(records.first)
+        #expect(record.key.map { String(decoding: $0, as: UTF8.self) } == key)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
+        #expect(json["key"] as? String == key)
+        #expect(json["token"] as? String == token)
+        #expect(json["app"] as? String == IntegrationHarness.app)
+        #expect(json["status"] as? Int == 410)
+        #expect(json["reason"] as? String == "Unregistered")
+        #expect((json["apns_timestamp"] as? NSNumber)?.int64Value == goneAt)
+        #expect(json["observed_at"] is NSNumber)
+        try await harness.eventually("the first event's offset committed") { try harness.allCommitted() }
+
+        // Later events for the key find no usable token: they wait token_wait, then are dead-lettered, never sent.
+        for step in 1...3 {
+            try await harness.produceEvent(key: key, IntegrationHarness.event(id: "r1-\(step)", key: key, timestamp: base + Int64(step),
+                                                                              state: "{\"eta\":\(10 - step)}"))
+        }
+        try await harness.eventually("every offset committed") { try harness.allCommitted() }
+        #expect(harness.simulator.stats().count(status: 410, reason: .unregistered) == 1)
+        #expect(harness.simulator.deliveries().isEmpty)
+        let letters = try harness.readAll(IntegrationHarness.deadLetters)
+        #expect(letters.count == 3)
+        #expect(letters.allSatisfy { $0.header("fanout-error")?.value.map { String(decoding: $0, as: UTF8.self) } == "no-token" })
+        #expect(worker.summary.feedbackRecords == 1)
+        #expect(worker.summary.totalSends == 1)
+
+        // A newer registration (rotation) makes the key reachable again.
+        let fresh = IntegrationHarness.token(8)
+        try await harness.registerToken(key: key, token: fresh, at: base + 10)
+        try await harness.produceEvent(key: key, IntegrationHarness.event(id: "r2", key: key, timestamp: base + 20, state: "{\"eta\":1}"))
+        try await harness.eventually("the rotated token receives the update") { harness.simulator.deviceView(token: fresh) != nil }
+        try await harness.eventually("every offset committed") { try harness.allCommitted() }
+        await worker.stop(timeout: .seconds(5))
+    }
+
+    /// (d) Malformed events are dead-lettered with their reason codes; the partition keeps flowing.
+    @Test func malformedEventsAreDeadLetteredAndThePartitionFlows() async throws {
+        let harness = try IntegrationHarness(partitions: 1)
+        let key = "export-9", token = IntegrationHarness.token(9)
+        let base = IntegrationHarness.now - 300
+        try await harness.registerToken(key: key, token: token, at: base - 10)
+        let worker = try harness.makeWorker(name: "d")
+        try worker.start()
+
+        try await harness.produceEvent(key: key, IntegrationHarness.event(id: "ok1", key: key, timestamp: base, state: "{\"phase\":\"a\"}"))
+        try await harness.produceEvent(key: key, "{\"v\":1,\"id\":\"broken\"")
+        try await harness.produceEvent(key: key, IntegrationHarness.event(id: "ms", key: key, timestamp: base * 1000, state: "{\"phase\":\"b\"}"))
+        try await harness.produceEvent(key: key, "{\"v\":1,\"id\":\"nostate\",\"activity\":\"\(key)\",\"event\":\"update\",\"timestamp\":\(base + 1)}")
+        try await harness.produce(IntegrationHarness.updates, key: key, value: nil)
+        try await harness.produceEvent(key: key, IntegrationHarness.event(id: "ok2", key: key, timestamp: base + 5, state: "{\"phase\":\"final\"}"))
+
+        try await harness.eventually("the last valid state on the device") {
+            harness.simulator.deviceView(token: token)?.contentState.contains("final") == true
+        }
+        try await harness.eventually("every offset committed") { try harness.allCommitted() }
+        let letters = try harness.readAll(IntegrationHarness.deadLetters)
+        let reasons = letters.compactMap { $0.header("fanout-error")?.value.map { String(decoding: $0, as: UTF8.self) } }
+        #expect(reasons == ["malformed-json", "timestamp-in-milliseconds", "missing-content-state", "malformed-json"])
+        // Original bytes and the source position travel with each dead letter.
+        #expect(letters.first?.value.map { String(decoding: $0, as: UTF8.self) } == "{\"v\":1,\"id\":\"broken\"")
+        #expect(letters.first?.header("fanout-source")?.value.map { String(decoding: $0, as: UTF8.self) } == "\(IntegrationHarness.updates)/0/1")
+        #expect(worker.summary.deadLettered.values.reduce(0, +) == 4)
+        await worker.stop(timeout: .seconds(5))
+    }
+}

@@ -33,7 +33,9 @@ final class IntegrationHarness: Sendable {
     let group: String
     let producer: KafkaProducer
     private let probe: KafkaConsumer
-    private let simulatorBox: Mutex<APNsSimulator>
+    private let simulatorBox: Mutex<APNsSimulator?>
+    /// Stable address in front of the simulator, so it can be replaced during a test.
+    let forwarder: TCPForwarder
     /// One TLS identity for every simulator of the test, so a restarted one is trusted too.
     private let tls: (chain: String, key: String, ca: String)
     /// Every worker log line (JSON), for failure messages and send-overlap checks.
@@ -55,19 +57,21 @@ final class IntegrationHarness: Sendable {
         let trusted = trustWorkerKey ? credentials : try SimulatorCredentials.generate(teamID: credentials.teamID, keyID: credentials.keyID)
         let files = try CertificateAuthority.generateLoopbackServerFiles(in: scratch)
         tls = (files.certificateChainPath, files.privateKeyPath, files.caCertificatePath)
-        simulatorBox = Mutex(try Self.startSimulator(trusting: trusted, port: 0, tls: tls))
+        let simulator = try Self.startSimulator(trusting: trusted, port: 0, tls: tls)
+        forwarder = try TCPForwarder(targetPort: simulator.port)
+        simulatorBox = Mutex(simulator)
         group = "fanout-it-\(UUID().uuidString.prefix(6))"
         producer = try KafkaProducer(configuration: cluster.configuration())
         probe = try KafkaConsumer(configuration: cluster.configuration(), groupID: group)
     }
 
     deinit {
-        simulator.stop()
+        simulatorBox.withLock { $0?.stop() }
         try? probe.close()
         try? FileManager.default.removeItem(atPath: scratch)
     }
 
-    var simulator: APNsSimulator { simulatorBox.withLock { $0 } }
+    var simulator: APNsSimulator { simulatorBox.withLock { $0! } }
 
     private static func startSimulator(trusting credentials: SimulatorCredentials, port: Int,
                                        tls: (chain: String, key: String, ca: String)) throws -> APNsSimulator {
@@ -82,13 +86,16 @@ final class IntegrationHarness: Sendable {
         return simulator
     }
 
-    /// Restarts the simulator on the same port, now trusting the worker's key ("Apple accepts the key again").
+    /// Replaces the simulator (behind the same forwarded address) by one trusting the worker's
+    /// key: "Apple accepts the key again".
     func restartSimulatorTrustingWorkerKey() throws {
-        try simulatorBox.withLock { simulator in
-            let port = simulator.port
-            simulator.stop()
-            simulator = try Self.startSimulator(trusting: credentials, port: port, tls: tls)
+        let fresh = try Self.startSimulator(trusting: credentials, port: 0, tls: tls)
+        let old = simulatorBox.withLock { simulator in
+            defer { simulator = fresh }
+            return simulator
         }
+        forwarder.retarget(fresh.port)
+        old?.stop()
     }
 
     // MARK: Workers
@@ -100,7 +107,7 @@ final class IntegrationHarness: Sendable {
         c.kafka.bootstrapServers = cluster.bootstrapServers
         c.kafka.groupID = group
         c.kafka.commitInterval = .milliseconds(200)
-        c.apns.baseURL = simulator.deviceURL
+        c.apns.baseURL = "https://127.0.0.1:\(forwarder.port)"
         c.apns.caFile = tls.ca
         c.admin.port = 0
         c.engine.progressFields = ["*": ["progress"]]
