@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 @testable import FanoutKafka
@@ -281,6 +282,48 @@ import Testing
         }
         #expect(afterResume.map(\.partition) == Array(repeating: 0, count: 10))
         #expect(afterResume.map(\.offset) == Array(0..<10))
+    }
+
+    @Test func partitionsLostAfterMissingThePollDeadlineAreNotCommitted() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("lost")
+        try cluster.createTopic(topic, partitions: 2)
+        let events = Mutex<[String]>([])
+        let consumer = try KafkaConsumer(
+            configuration: groupConfiguration(cluster, ["session.timeout.ms": "6000", "max.poll.interval.ms": "6000"]),
+            groupID: uniqueName("group"),
+            rebalance: KafkaRebalanceHandler(
+                assigned: { partitions in events.withLock { $0.append("assigned \(partitions.count)") } },
+                revoking: { partitions in
+                    events.withLock { events in
+                        events.append("revoking \(partitions.count)")
+                        // Would commit offset 1 had the loss been treated as an orderly revoke. After the
+                        // loss, the member rejoins; closing then revokes that new assignment, which the
+                        // mock may reject (UNKNOWN_MEMBER_ID): nothing processed, nothing to commit.
+                        return events.contains("lost 2") ? [:] : Dictionary(uniqueKeysWithValues: partitions.map { ($0, 1) })
+                    }
+                },
+                lost: { partitions in events.withLock { $0.append("lost \(partitions.count)") } }))
+        let errors = try await onThread { () -> [KafkaError] in
+            try consumer.subscribe([topic])
+            try pollUntil({ try consumer.poll(timeout: $0) }, what: "assignment") { _ in
+                events.withLock { $0 } == ["assigned 2"]
+            }
+            // A stuck poll loop: librdkafka leaves the group once max.poll.interval.ms passes.
+            Thread.sleep(forTimeInterval: 7)
+            var errors: [KafkaError] = []
+            try pollUntil({ try consumer.poll(timeout: $0) }, what: "the lost partitions") { batch in
+                errors += batch.errors
+                return events.withLock { $0 }.contains("lost 2")
+            }
+            return errors
+        }
+        #expect(Array(events.withLock { $0 }.prefix(2)) == ["assigned 2", "lost 2"])
+        #expect(!events.withLock { $0 }.contains("revoking 2"))
+        #expect(errors.contains { $0.underlying.name == "_MAX_POLL_EXCEEDED" })
+        let committed = try await onThread { try consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout: .seconds(10)) }
+        #expect(committed.values.allSatisfy { $0 == nil })
+        try await onThread { try consumer.close() }
     }
 
     @Test func metadataThroughTheConsumerNamesMissingTopic() async throws {
