@@ -43,7 +43,10 @@ final class DemoStage: Sendable {
         // A throwaway provider key: the simulator trusts its public half, the worker signs with it.
         let credentials = try SimulatorCredentials.generate(teamID: "DEMOTEAM01", keyID: "DEMOKEY001")
         let keyPath = directory + "/AuthKey_\(credentials.keyID).p8"
-        try credentials.privateKey.pemPKCS8().write(toFile: keyPath, atomically: true, encoding: .utf8)
+        guard FileManager.default.createFile(atPath: keyPath, contents: Data(try credentials.privateKey.pemPKCS8().utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw DemoError("cannot write the demo's signing key to \(keyPath)")
+        }
 
         cluster = try MockKafkaCluster(brokers: 1)
         let topics = FanoutConfiguration.defaults().kafka.topics
@@ -65,6 +68,10 @@ final class DemoStage: Sendable {
             apps: [DemoScene.exportsApp, DemoScene.foodApp, DemoScene.sportsApp])
         simulatorConfiguration.threads = 1
         deliveryLogPath = keepLogs ? directory + "/deliveries.jsonl" : nil
+        // The simulator appends to its delivery log; a kept directory must not mix in a previous run.
+        if let path = deliveryLogPath, FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.removeItem(atPath: path)
+        }
         simulatorConfiguration.deliveryLogPath = deliveryLogPath
         simulator = try APNsSimulator(configuration: simulatorConfiguration)
         try simulator.start()

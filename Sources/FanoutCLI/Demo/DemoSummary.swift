@@ -21,7 +21,8 @@ enum DemoSummary {
 
     static func render(_ outcome: DemoOutcome, console: DemoConsole) -> [String] {
         var lines: [String] = [""]
-        lines.append(console.paint("Summary", .bold) + console.paint(String(format: "  (scene played and drained in %.1f s)", outcome.seconds), .dim))
+        let timing = outcome.succeeded ? "scene played and drained in %.1f s" : "stopped %.1f s into the scene"
+        lines.append(console.paint("Summary", .bold) + console.paint("  (" + String(format: timing, outcome.seconds) + ")", .dim))
         let worker = outcome.worker
         let ledger = outcome.ledger
 
