@@ -1,27 +1,5 @@
 import APNsModel
 
-/// A Kafka partition as the engine tracks it: topic name plus partition number.
-public struct PartitionID: Sendable, Hashable, CustomStringConvertible {
-    public var topic: String
-    public var partition: Int32
-    public init(topic: String, partition: Int32) {
-        self.topic = topic
-        self.partition = partition
-    }
-    public var description: String { "\(topic)/\(partition)" }
-}
-
-/// Where one input record came from.
-public struct EventSource: Sendable, Hashable, CustomStringConvertible {
-    public var partition: PartitionID
-    public var offset: Int64
-    public init(partition: PartitionID, offset: Int64) {
-        self.partition = partition
-        self.offset = offset
-    }
-    public var description: String { "\(partition)@\(offset)" }
-}
-
 /// Identifies a dead letter or feedback record whose Kafka produce the worker must acknowledge with
 /// `FanoutEngine.resolve(_:now:)` before the offsets it covers complete.
 public struct ResolutionID: Sendable, Hashable {
