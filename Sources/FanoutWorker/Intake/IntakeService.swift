@@ -129,7 +129,7 @@ final class IntakeService: Sendable {
             }
             let batch: KafkaPollBatch
             do {
-                batch = try consumer.poll(timeout: core.options.pollTimeout, maxMessages: 1000)
+                batch = try consumer.poll(timeout: core.options.pollTimeout, maxMessages: core.options.maxPollRecords)
             } catch {
                 log.error("the Kafka consumer failed; intake stops (restart the worker)", ["error": .string("\(error)")])
                 return
@@ -145,6 +145,7 @@ final class IntakeService: Sendable {
             applyBackpressure()
             if ContinuousClock.now - lastCommit >= commitInterval {
                 commit()
+                core.updateGauges()
                 lastCommit = .now
             }
         }

@@ -209,6 +209,17 @@ final class WorkerCore: Sendable {
 
     var summary: WorkerSummary { state.withLock { $0.summary } }
 
+    /// Refreshes the point-in-time gauges (lanes' streams, queues and connections, token registry).
+    func updateGauges() {
+        for lane in Lane.allCases {
+            let stats = lanes.stats(lane: lane)
+            metrics.apnsInFlight.labels(lane.rawValue).set(stats.inFlight)
+            metrics.apnsQueued.labels(lane.rawValue).set(stats.queued)
+            metrics.apnsConnections.labels(lane.rawValue).set(stats.connections)
+        }
+        metrics.tokenRegistrySize.labels().set(state.withLock { $0.engine.tokens.count })
+    }
+
     func snapshot(key: String) -> TargetSnapshot? {
         let now = clock.now()
         return state.withLock { state in

@@ -17,6 +17,9 @@ public struct WorkerOptions: Sendable {
     public var revokeDrainTimeout: Duration
     /// How long one Kafka poll waits for records (bounds how quickly intake notices stop and pauses).
     public var pollTimeout: Duration
+    /// Most records taken per poll: backpressure is checked between polls, so intake can overshoot
+    /// a partition's bound by at most this many records.
+    public var maxPollRecords: Int
     /// How often a dead letter or feedback record whose produce failed is produced again.
     public var produceRetryDelay: Duration
     /// Seed of the engine's jitter generator; nil = random.
@@ -26,7 +29,7 @@ public struct WorkerOptions: Sendable {
 
     public init(extraKafkaProperties: [String: String] = [:], clock: WorkerClock = .system, apnsBaseURL: String? = nil,
                 apnsCAFile: String? = nil, adminServer: Bool = true, revokeDrainTimeout: Duration = .seconds(3),
-                pollTimeout: Duration = .milliseconds(100), produceRetryDelay: Duration = .seconds(1),
+                pollTimeout: Duration = .milliseconds(100), maxPollRecords: Int = 1000, produceRetryDelay: Duration = .seconds(1),
                 randomSeed: UInt64? = nil, configProbeInterval: Duration = .seconds(60)) {
         self.extraKafkaProperties = extraKafkaProperties
         self.clock = clock
@@ -35,6 +38,7 @@ public struct WorkerOptions: Sendable {
         self.adminServer = adminServer
         self.revokeDrainTimeout = revokeDrainTimeout
         self.pollTimeout = pollTimeout
+        self.maxPollRecords = max(1, maxPollRecords)
         self.produceRetryDelay = produceRetryDelay
         self.randomSeed = randomSeed
         self.configProbeInterval = configProbeInterval

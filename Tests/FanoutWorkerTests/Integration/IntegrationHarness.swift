@@ -42,10 +42,11 @@ final class IntegrationHarness: Sendable {
     let logs = LogCollector()
 
     /// The simulator trusts `trustedKey` for the key id (default: the worker's own key).
-    init(partitions: Int = 2, trustWorkerKey: Bool = true) throws {
+    init(partitions: Int = 2, tokenPartitions: Int? = nil, trustWorkerKey: Bool = true) throws {
         self.partitions = partitions
         cluster = try MockKafkaCluster(brokers: 1)
-        for topic in [Self.updates, Self.broadcasts, Self.tokens] { try cluster.createTopic(topic, partitions: partitions) }
+        for topic in [Self.updates, Self.broadcasts] { try cluster.createTopic(topic, partitions: partitions) }
+        try cluster.createTopic(Self.tokens, partitions: tokenPartitions ?? partitions)
         try cluster.createTopic(Self.feedback, partitions: 1)
         try cluster.createTopic(Self.deadLetters, partitions: 1)
         try cluster.createTopic(Self.broadcasts + "-dlq", partitions: 1)
@@ -119,11 +120,11 @@ final class IntegrationHarness: Sendable {
     static let shortRebalance = ["session.timeout.ms": "6000", "max.poll.interval.ms": "7000", "heartbeat.interval.ms": "500"]
 
     func makeWorker(name: String, configuration: FanoutConfiguration? = nil, adminServer: Bool = false,
-                    configProbeInterval: Duration = .seconds(60)) throws -> Worker {
+                    configProbeInterval: Duration = .seconds(60), maxPollRecords: Int = 1000) throws -> Worker {
         let logs = logs
         let log = Log(level: .trace, sink: { line in logs.append("{\"worker\":\"\(name)\"," + line.dropFirst()) })
         let options = WorkerOptions(extraKafkaProperties: Self.shortRebalance, adminServer: adminServer, revokeDrainTimeout: .seconds(2),
-                                    produceRetryDelay: .milliseconds(200), randomSeed: 42, configProbeInterval: configProbeInterval)
+                                    maxPollRecords: maxPollRecords, produceRetryDelay: .milliseconds(200), randomSeed: 42, configProbeInterval: configProbeInterval)
         return try Worker(configuration: configuration ?? self.configuration(), log: log, metrics: FanoutMetrics(), options: options)
     }
 

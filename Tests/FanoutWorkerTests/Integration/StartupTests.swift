@@ -1,0 +1,35 @@
+import FanoutWorker
+import Foundation
+import Testing
+
+extension WorkerIntegration {
+    /// Bad configuration stops the worker before it does anything, with an error naming the problem.
+    @Suite struct Startup {
+        @Test func partitionCountMismatchNamesBothTopics() async throws {
+            let harness = try IntegrationHarness(partitions: 3, tokenPartitions: 2)
+            let worker = try harness.makeWorker(name: "s")
+            let error = try #require(throws: WorkerError.self) { try worker.start() }
+            #expect(error.isConfigurationError)
+            #expect(error.message.contains(IntegrationHarness.updates) && error.message.contains(IntegrationHarness.tokens))
+            #expect(error.message.contains("3") && error.message.contains("2"))
+        }
+
+        @Test func missingKeyFileIsAConfigurationError() throws {
+            let harness = try IntegrationHarness(partitions: 1)
+            var configuration = harness.configuration()
+            configuration.apps[0].keyPath = harness.scratch + "/missing.p8"
+            let error = try #require(throws: WorkerError.self) { try harness.makeWorker(name: "s", configuration: configuration) }
+            #expect(error.isConfigurationError)
+            #expect(error.message.contains("apps[0].key_path") && error.message.contains("missing.p8"))
+        }
+
+        @Test func unknownKafkaPropertyIsAConfigurationError() throws {
+            let harness = try IntegrationHarness(partitions: 1)
+            var configuration = harness.configuration()
+            configuration.kafka.properties["no.such.property"] = "1"
+            let error = try #require(throws: WorkerError.self) { try harness.makeWorker(name: "s", configuration: configuration) }
+            #expect(error.isConfigurationError)
+            #expect(error.message.contains("no.such.property"))
+        }
+    }
+}
