@@ -1,38 +1,5 @@
 import CRdKafka
 
-/// A librdkafka response code (`rd_kafka_resp_err_t`): Kafka protocol errors are positive,
-/// librdkafka's own local errors (names starting with `_`) are negative.
-public struct KafkaResponseCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: Int32
-    public init(rawValue: Int32) { self.rawValue = rawValue }
-
-    init(_ code: rd_kafka_resp_err_t) { rawValue = code.rawValue }
-    var rd: rd_kafka_resp_err_t { rd_kafka_resp_err_t(rawValue: rawValue) }
-
-    /// librdkafka's symbolic name, e.g. `NOT_COORDINATOR` or `_QUEUE_FULL`.
-    public var name: String { String(cString: rd_kafka_err2name(rd)) }
-    /// librdkafka's human description.
-    public var message: String { String(cString: rd_kafka_err2str(rd)) }
-    public var description: String { "\(name) (\(rawValue))" }
-
-    public static let noError = KafkaResponseCode(rawValue: 0)
-    public static let unknownTopicOrPartition = KafkaResponseCode(rawValue: 3)
-    public static let leaderNotAvailable = KafkaResponseCode(rawValue: 5)
-    public static let notLeaderForPartition = KafkaResponseCode(rawValue: 6)
-    public static let requestTimedOut = KafkaResponseCode(rawValue: 7)
-    public static let coordinatorNotAvailable = KafkaResponseCode(rawValue: 15)
-    public static let notCoordinator = KafkaResponseCode(rawValue: 16)
-    public static let notEnoughReplicas = KafkaResponseCode(rawValue: 19)
-    public static let illegalGeneration = KafkaResponseCode(rawValue: 22)
-    public static let unknownMemberID = KafkaResponseCode(rawValue: 25)
-    public static let rebalanceInProgress = KafkaResponseCode(rawValue: 27)
-    public static let queueFull = KafkaResponseCode(RD_KAFKA_RESP_ERR__QUEUE_FULL)
-    public static let timedOut = KafkaResponseCode(RD_KAFKA_RESP_ERR__TIMED_OUT)
-    public static let messageTimedOut = KafkaResponseCode(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
-    public static let unknownTopic = KafkaResponseCode(RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
-    public static let fatal = KafkaResponseCode(RD_KAFKA_RESP_ERR__FATAL)
-}
-
 /// The one error type of the Kafka subsystem.
 ///
 /// `code` is Fanout's stable classification (match on it); `underlying` is librdkafka's response code

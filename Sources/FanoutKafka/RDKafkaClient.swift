@@ -21,7 +21,7 @@ final class RDKafkaClient: @unchecked Sendable {
     deinit {
         // Blocking: a consumer that was not closed leaves its group here.
         rd_kafka_destroy(handle)
-        _ = context
+        // `context` is released after this body, i.e. after librdkafka is gone.
     }
 
     func withHandle<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
@@ -62,11 +62,11 @@ final class RDKafkaClient: @unchecked Sendable {
                 throw fatalError(context: "consumer")
             } else {
                 let text = String(cString: rd_kafka_message_errstr(message))
-                var where_ = ""
+                var location = ""
                 if let rkt = message.pointee.rkt {
-                    where_ = " on \(String(cString: rd_kafka_topic_name(rkt)))/\(message.pointee.partition)"
+                    location = " on \(String(cString: rd_kafka_topic_name(rkt)))/\(message.pointee.partition)"
                 }
-                batch.errors.append(KafkaError(.consume, err, "consume error\(where_): \(text)"))
+                batch.errors.append(KafkaError(.consume, err, "consume error\(location): \(text)"))
             }
         }
         return batch

@@ -1,0 +1,11 @@
+/// What one `poll` returned: records in the order librdkafka delivered them (ordered per partition),
+/// partitions that reached their current end (only with `enable.partition.eof=true`), and non-fatal
+/// errors librdkafka reported meanwhile (broker down, fetch errors, a failed commit inside a revoke);
+/// these are informational: librdkafka keeps retrying, but the caller should log or count them.
+public struct KafkaPollBatch: Sendable {
+    public var messages: [KafkaMessage] = []
+    public var reachedEnd: [TopicPartition] = []
+    public var errors: [KafkaError] = []
+    public init() {}
+    public var isEmpty: Bool { messages.isEmpty && reachedEnd.isEmpty && errors.isEmpty }
+}
