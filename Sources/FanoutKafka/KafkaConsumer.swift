@@ -70,7 +70,7 @@ public final class KafkaConsumer: Sendable {
         guard !partitions.isEmpty else { return [:] }
         let list = RDKafkaTopicPartitionList(partitions)
         let err = client.withHandle { handle in
-            list.withPointer { rd_kafka_committed(handle, $0, Int32(clamping: timeout.milliseconds)) }
+            list.withPointer { rd_kafka_committed(handle, $0, timeout.librdkafkaMilliseconds) }
         }
         let failures = list.failures
         if err != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {

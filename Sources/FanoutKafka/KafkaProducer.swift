@@ -117,7 +117,7 @@ public final class KafkaProducer: Sendable {
 
     /// Blocking: waits until every enqueued record has its delivery report, or throws `.flushTimedOut`.
     public func flush(timeout: Duration) throws {
-        let err = client.withHandle { rd_kafka_flush($0, Int32(clamping: timeout.milliseconds)) }
+        let err = client.withHandle { rd_kafka_flush($0, timeout.librdkafkaMilliseconds) }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             let waiting = client.withHandle { rd_kafka_outq_len($0) }
             throw KafkaError(.flushTimedOut, err, "\(waiting) record(s) still without a delivery report after \(timeout)")

@@ -36,7 +36,7 @@ final class RDKafkaClient: @unchecked Sendable {
     func pollBatch(timeout: Duration, maxMessages: Int) throws -> KafkaPollBatch {
         var batch = KafkaPollBatch()
         batch.messages.reserveCapacity(min(maxMessages, 1024))
-        var wait = Int32(clamping: timeout.milliseconds)
+        var wait = timeout.librdkafkaMilliseconds
         var lastTopic: (pointer: OpaquePointer, name: String)?
         while batch.messages.count < maxMessages {
             guard let message = rd_kafka_consumer_poll(handle, wait) else { break }
@@ -150,7 +150,7 @@ final class RDKafkaClient: @unchecked Sendable {
         var low: Int64 = -1
         var high: Int64 = -1
         let err = rd_kafka_query_watermark_offsets(handle, partition.topic, partition.partition, &low, &high,
-                                                   Int32(clamping: timeout.milliseconds))
+                                                   timeout.librdkafkaMilliseconds)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw KafkaError(.watermarks, err, "could not query the watermarks of \(partition): \(KafkaResponseCode(err).message)")
         }
@@ -161,7 +161,7 @@ final class RDKafkaClient: @unchecked Sendable {
     /// topic could auto-create it on brokers that allow that).
     func partitionCounts(of topics: [String], timeout: Duration) throws -> [String: Int] {
         var metadata: UnsafePointer<rd_kafka_metadata>?
-        let err = rd_kafka_metadata(handle, 1, nil, &metadata, Int32(clamping: timeout.milliseconds))
+        let err = rd_kafka_metadata(handle, 1, nil, &metadata, timeout.librdkafkaMilliseconds)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
             throw KafkaError(.metadata, err, "metadata request failed: \(KafkaResponseCode(err).message)")
         }
@@ -196,4 +196,7 @@ extension Duration {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
+
+    /// A librdkafka timeout: never negative (librdkafka reads -1 as "wait forever").
+    var librdkafkaMilliseconds: Int32 { Int32(clamping: max(0, milliseconds)) }
 }

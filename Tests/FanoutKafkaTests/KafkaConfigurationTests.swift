@@ -54,5 +54,7 @@ import Testing
     @Test func durationMilliseconds() {
         #expect(Duration.milliseconds(1500).milliseconds == 1500)
         #expect(Duration.seconds(2).milliseconds == 2000)
+        #expect(Duration.seconds(-1).librdkafkaMilliseconds == 0)
+        #expect(Duration.seconds(1_000_000_000).librdkafkaMilliseconds == Int32.max)
     }
 }
