@@ -1,0 +1,85 @@
+@testable import FanoutWorker
+import FanoutCore
+import FanoutKafka
+import Testing
+
+/// The worker's pure parts: backpressure decisions, retained records, and the configuration mapping.
+struct WorkerPartsTests {
+    private func gate() -> BackpressureGate {
+        var backpressure = FanoutConfiguration.defaults().backpressure
+        backpressure.maxPendingPerPartition = 100
+        backpressure.maxInFlight = 50
+        backpressure.maxPendingTargets = 1000
+        backpressure.resumeRatio = 0.5
+        return BackpressureGate(backpressure)
+    }
+
+    @Test func pausesAtEachBoundAndResumesBelowTheRatio() {
+        let gate = gate()
+        let calm = BackpressureGate.Measures(partitionPending: 10, totalInFlight: 5, totalIncomplete: 100)
+        #expect(!gate.shouldPause(calm))
+        #expect(gate.mayResume(calm))
+        var full = calm
+        full.partitionPending = 100
+        #expect(gate.shouldPause(full))
+        full = calm
+        full.totalInFlight = 50
+        #expect(gate.shouldPause(full))
+        full = calm
+        full.totalIncomplete = 1000
+        #expect(gate.shouldPause(full))
+        // Between the resume level and the bound: neither pause nor resume (hysteresis).
+        let middle = BackpressureGate.Measures(partitionPending: 60, totalInFlight: 5, totalIncomplete: 100)
+        #expect(!gate.shouldPause(middle))
+        #expect(!gate.mayResume(middle))
+        #expect(gate.mayResume(BackpressureGate.Measures(partitionPending: 49, totalInFlight: 24, totalIncomplete: 499)))
+    }
+
+    @Test func retainedMessagesFindByOffsetAndDropBelowTheCommitPoint() {
+        var retained = RetainedMessages()
+        for offset: Int64 in [3, 4, 7, 9] {
+            retained.append(KafkaMessage(topic: "t", partition: 0, offset: offset, key: nil, value: [UInt8(offset)]))
+        }
+        retained.append(KafkaMessage(topic: "t", partition: 0, offset: 7, key: nil, value: nil))   // redelivery: ignored
+        #expect(retained.count == 4)
+        #expect(retained.message(at: 7)?.value == [7])
+        #expect(retained.message(at: 5) == nil)
+        retained.prune(below: 7)
+        #expect(retained.count == 2)
+        #expect(retained.message(at: 4) == nil)
+        #expect(retained.message(at: 9)?.value == [9])
+        retained.prune(below: 10)
+        #expect(retained.count == 0)
+        retained.append(KafkaMessage(topic: "t", partition: 0, offset: 12, key: nil, value: nil))
+        #expect(retained.message(at: 12) != nil)
+    }
+
+    @Test func configurationMapsOntoTheEngineAndDecoder() {
+        var configuration = FanoutConfiguration.defaults(apps: [
+            .init(bundleID: "com.example.a", teamID: "TEAM000001", keyID: "KEY0000001", keyPath: "/dev/null", frequentUpdates: true,
+                  attributes: ["ExportAttributes": .init(progressFields: ["units"])]),
+        ])
+        configuration.engine.progressFields = ["*": ["progress"], "RideAttributes": ["eta"]]
+        configuration.engine.tokenWait = .seconds(7)
+        configuration.engine.standard.minInterval = .milliseconds(1500)
+        configuration.backpressure.maxPendingPerPartition = 123
+        configuration.kafka.properties["socket.timeout.ms"] = "9000"
+        let settings = WorkerSettings(configuration: configuration,
+                                      options: WorkerOptions(extraKafkaProperties: ["session.timeout.ms": "6000"], randomSeed: 9))
+        let engine = settings.engine
+        #expect(engine.tokenWait == .seconds(7))
+        #expect(engine.activityBudget.minInterval == .milliseconds(1500))
+        #expect(engine.frequentUpdatesApps == ["com.example.a"])
+        #expect(engine.defaultApp == "com.example.a")
+        #expect(engine.defaultMeaning.progressFields == ["progress"])
+        #expect(engine.meaningProfiles["ExportAttributes"]?.progressFields == ["units"])
+        #expect(engine.meaningProfiles["RideAttributes"]?.progressFields == ["eta"])
+        #expect(engine.attributesTypeByApp["com.example.a"] == "ExportAttributes")
+        #expect(engine.maxIncompletePerPartition == 123)
+        #expect(engine.randomSeed == 9)
+        #expect(settings.policy.apps == ["com.example.a"])
+        #expect(settings.kafka["socket.timeout.ms"] == "9000")
+        #expect(settings.kafka["session.timeout.ms"] == "6000")
+        #expect(settings.kafka["bootstrap.servers"] == configuration.kafka.bootstrapServers)
+    }
+}
