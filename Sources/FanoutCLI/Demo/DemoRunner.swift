@@ -4,58 +4,6 @@ import FanoutWorker
 import Foundation
 import Synchronization
 
-struct DemoOptions: Sendable {
-    /// Story speed factor (2 = twice as fast). The per-target `min_interval` stays real, so faster runs coalesce more.
-    var speed: Double = 1
-    var color = false
-    /// Print only the summary.
-    var quiet = false
-    /// Keep the simulator's delivery log and the worker's JSON log in this directory.
-    var keepLogDirectory: String?
-    /// Write the worker's JSON log lines to stderr instead of a file.
-    var workerLogsToStderr = false
-    /// The whole run, startup included; past it the demo stops and fails with what was still pending.
-    var timeout: Duration = .seconds(55)
-}
-
-/// What a run showed and checked, for the summary and for tests.
-struct DemoOutcome: Sendable {
-    var scene: DemoScene
-    var faces: [String: LockScreenBoard.Face]
-    var worker: WorkerSummary
-    var ledger: ProduceLedger.State
-    /// The group's committed offsets read back after the worker stopped (nil: never committed).
-    var committed: [TopicPartition: Int64?]
-    var eventPartitions: [TopicPartition]
-    var deadLetters: [DeadLetter]
-    var feedback: [Feedback]
-    var deliveries: [DeliveryRecord]
-    var simulatorStats: APNsSimulatorStats
-    var seconds: Double
-    var workerLogPath: String?
-    var deliveryLogPath: String?
-    var workerLogWriteFailures: Int
-    /// Empty when every check passed; otherwise what was wrong or still pending.
-    var problems: [String]
-
-    struct DeadLetter: Sendable, Equatable {
-        var topic: String
-        var key: String
-        var reason: String
-        var source: String
-        var detail: String?
-    }
-
-    struct Feedback: Sendable, Equatable {
-        var key: String
-        var token: String
-        var status: Int
-        var reason: String
-    }
-
-    var succeeded: Bool { problems.isEmpty }
-}
-
 /// Runs the demo: builds the stage, waits for the worker to be assigned, plays the scene while
 /// showing every Lock Screen change, waits until every event is committed, stops, then checks the
 /// result against the scene's expectations. Never hangs: everything is bounded by `options.timeout`.

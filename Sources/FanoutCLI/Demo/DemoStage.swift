@@ -2,7 +2,6 @@ import APNsSimulator
 import FanoutKafka
 import FanoutWorker
 import Foundation
-import Synchronization
 
 /// Everything the demo runs in this one process: librdkafka's mock cluster as the broker, the APNs
 /// simulator as Apple (trusting a throwaway ES256 key generated here), and one real Fanout `Worker`
@@ -137,36 +136,4 @@ final class DemoStage: Sendable {
             try producer.flush(timeout: .seconds(5))
         }
     }
-}
-
-/// The worker's JSON log lines, appended to a file. `Log` calls the sink under its own lock, one
-/// whole line at a time.
-final class LogFile: Sendable {
-    private let handle: FileHandle
-    private let failures = Atomic(0)
-
-    init(path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil) else {
-            throw DemoError("cannot create the worker log file \(path)")
-        }
-        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-    }
-
-    deinit { try? handle.close() }
-
-    func write(_ line: String) {
-        do {
-            try handle.write(contentsOf: Data(line.utf8))
-        } catch {
-            failures.add(1, ordering: .relaxed)   // reported in the demo's summary
-        }
-    }
-
-    /// Lines that could not be written (disk full, file removed).
-    var failedWrites: Int { failures.load(ordering: .relaxed) }
-}
-
-struct DemoError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
