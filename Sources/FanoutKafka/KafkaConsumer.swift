@@ -19,8 +19,9 @@ public final class KafkaConsumer: Sendable {
 
     /// - Parameter configuration: librdkafka properties (at least `bootstrap.servers`). Defaults:
     ///   `partition.assignment.strategy=cooperative-sticky`, `auto.offset.reset=earliest`.
+    ///   - log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
     public init(configuration: KafkaConfiguration, groupID: String,
-                rebalance: KafkaRebalanceHandler = KafkaRebalanceHandler()) throws {
+                rebalance: KafkaRebalanceHandler = KafkaRebalanceHandler(), log: KafkaLogHandler? = nil) throws {
         guard !groupID.isEmpty else {
             throw KafkaError(.invalidConfiguration, reason: "the consumer group id is empty")
         }
@@ -31,7 +32,8 @@ public final class KafkaConsumer: Sendable {
         let conf = try RDKafkaConf(effective)
         conf.withPointer { rd_kafka_conf_set_rebalance_cb($0, fanoutRebalanceCallback) }
         context = RebalanceContext(handler: rebalance)
-        client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf, context: context)
+        client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf,
+                                   context: ClientContext(log: log, rebalance: context))
         self.groupID = groupID
         // Route the main queue (errors, logs as events) to the consumer queue served by poll.
         _ = client.withHandle { rd_kafka_poll_set_consumer($0) }

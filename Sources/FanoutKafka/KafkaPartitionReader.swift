@@ -12,13 +12,14 @@ public final class KafkaPartitionReader: Sendable {
     private let client: RDKafkaClient
     private let closed = Mutex(false)
 
-    public init(configuration: KafkaConfiguration) throws {
+    /// - Parameter log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
+    public init(configuration: KafkaConfiguration, log: KafkaLogHandler? = nil) throws {
         let effective = try configuration
             // librdkafka requires a group.id even for manual assignment; the reader never joins
             // the group nor commits, so sharing the worker's group id is harmless.
             .withDefaults(["enable.partition.eof": "true", "group.id": "fanout-partition-reader"])
             .pinning(["enable.auto.commit": "false"], client: "partition reader")
-        client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: try RDKafkaConf(effective), context: nil)
+        client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: try RDKafkaConf(effective), context: ClientContext(log: log))
         _ = client.withHandle { rd_kafka_poll_set_consumer($0) }
     }
 

@@ -18,7 +18,9 @@ public final class KafkaProducer: Sendable {
     /// - Parameter onError: client-level errors (broker down, fatal errors), from the background
     ///   thread. Per-record failures go to each record's completion instead.
     ///   `nil` writes them to stderr.
-    public init(configuration: KafkaConfiguration, onError: (@Sendable (KafkaError) -> Void)? = nil) throws {
+    /// - Parameter log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
+    public init(configuration: KafkaConfiguration, onError: (@Sendable (KafkaError) -> Void)? = nil,
+                log: KafkaLogHandler? = nil) throws {
         let effective = try configuration
             .withDefaults(["acks": "all", "queue.buffering.max.messages": "100000", "delivery.timeout.ms": "30000"])
             .pinning(["enable.idempotence": "true"], client: "producer")
@@ -27,9 +29,9 @@ public final class KafkaProducer: Sendable {
             rd_kafka_conf_set_events(conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR)
             rd_kafka_conf_set_background_event_cb(conf, fanoutProducerEventCallback)
         }
-        client = try RDKafkaClient(type: RD_KAFKA_PRODUCER, conf: conf, context: ProducerContext(onError: onError ?? { error in
-            FileHandleOutput.standardError("fanout kafka producer: \(error)")
-        }))
+        let onError = onError ?? { error in FileHandleOutput.standardError("fanout kafka producer: \(error)") }
+        client = try RDKafkaClient(type: RD_KAFKA_PRODUCER, conf: conf,
+                                   context: ClientContext(log: log, clientErrors: onError))
         // Delivery reports and errors are posted on the main queue; hand them to the background
         // thread that runs the event callback.
         client.withHandle { handle in
@@ -172,12 +174,6 @@ private final class DeliveryBox {
     init(_ completion: @escaping KafkaProducer.Completion) { self.completion = completion }
 }
 
-/// Target of the producer's background event callback (client opaque).
-private final class ProducerContext: Sendable {
-    let onError: @Sendable (KafkaError) -> Void
-    init(onError: @escaping @Sendable (KafkaError) -> Void) { self.onError = onError }
-}
-
 /// Runs on librdkafka's background thread for every delivery-report and error event.
 private func fanoutProducerEventCallback(_ rk: OpaquePointer?, _ event: OpaquePointer?, _ opaque: UnsafeMutableRawPointer?) {
     guard let event else { return }
@@ -198,12 +194,11 @@ private func fanoutProducerEventCallback(_ rk: OpaquePointer?, _ event: OpaquePo
             }
         }
     case RD_KAFKA_EVENT_ERROR:
-        guard let opaque else { return }
-        let context = Unmanaged<ProducerContext>.fromOpaque(opaque).takeUnretainedValue()
+        guard let opaque, let onError = ClientContext.from(opaque).clientErrors else { return }
         let err = rd_kafka_event_error(event)
         let text = String(cString: rd_kafka_event_error_string(event))
         let fatal = rd_kafka_event_error_is_fatal(event) != 0
-        context.onError(KafkaError(fatal ? .fatal : .client, err, "producer client error: \(text)"))
+        onError(KafkaError(fatal ? .fatal : .client, err, "producer client error: \(text)"))
     default:
         break
     }

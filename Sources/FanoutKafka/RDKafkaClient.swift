@@ -7,12 +7,13 @@ import CRdKafka
 final class RDKafkaClient: @unchecked Sendable {
     private let handle: OpaquePointer
     /// Kept alive until after `rd_kafka_destroy`, because librdkafka callbacks dereference it.
-    private let context: AnyObject?
+    private let context: ClientContext
 
-    init(type: rd_kafka_type_t, conf: RDKafkaConf, context: AnyObject?) throws {
-        if let context {
-            let opaque = Unmanaged.passUnretained(context).toOpaque()
-            conf.withPointer { rd_kafka_conf_set_opaque($0, opaque) }
+    init(type: rd_kafka_type_t, conf: RDKafkaConf, context: ClientContext) throws {
+        let opaque = Unmanaged.passUnretained(context).toOpaque()
+        conf.withPointer { conf in
+            rd_kafka_conf_set_opaque(conf, opaque)
+            if context.log != nil { rd_kafka_conf_set_log_cb(conf, fanoutLogCallback) }
         }
         handle = try conf.makeClient(type)
         self.context = context

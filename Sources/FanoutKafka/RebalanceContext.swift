@@ -1,8 +1,7 @@
 import CRdKafka
 import Synchronization
 
-/// The consumer's rebalance callback target. librdkafka holds an unretained pointer to it as the
-/// client opaque; `RDKafkaClient` keeps it alive until after `rd_kafka_destroy`.
+/// The consumer's rebalance callback target, reached through the client's `ClientContext`.
 final class RebalanceContext: Sendable {
     let handler: KafkaRebalanceHandler
     /// Errors raised inside the callback (which must not throw across C), handed to the next poll.
@@ -87,6 +86,6 @@ final class RebalanceContext: Sendable {
 func fanoutRebalanceCallback(_ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t,
                              _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
                              _ opaque: UnsafeMutableRawPointer?) {
-    guard let rk, let list, let opaque else { return }
-    Unmanaged<RebalanceContext>.fromOpaque(opaque).takeUnretainedValue().rebalance(rk, err, list)
+    guard let rk, let list, let opaque, let context = ClientContext.from(opaque).rebalance else { return }
+    context.rebalance(rk, err, list)
 }

@@ -84,6 +84,22 @@ import Testing
         #expect(producer.pendingCount == 0)
     }
 
+    @Test func librdkafkaLogLinesReachTheLogHandler() async throws {
+        let cluster = try MockKafkaCluster()
+        try cluster.setBrokerDown(1)
+        let records = Mutex<[KafkaLogRecord]>([])
+        let producer = try KafkaProducer(configuration: cluster.configuration(), onError: { _ in },
+                                         log: { record in records.withLock { $0.append(record) } })
+        try await waitUntil("a log line about the refused connection") {
+            records.withLock { $0.contains { $0.facility == "FAIL" } }
+        }
+        let failure = records.withLock { $0.first { $0.facility == "FAIL" } }!
+        #expect(failure.level <= 4)
+        #expect(failure.client.contains("producer"))
+        #expect(failure.message.contains("Connect"))
+        withExtendedLifetime(producer) {}
+    }
+
     @Test func retriableBrokerErrorsAreRetriedBeforeTheReport() async throws {
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("retry")
