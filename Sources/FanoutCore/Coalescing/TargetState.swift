@@ -6,6 +6,11 @@ import APNsModel
 /// side tables (`FanoutEngine.pending`, `.inFlight`), so an idle target holds only this struct:
 /// last sent timestamp and content digest, budget, send times, backoff and flags.
 struct TargetState: Sendable {
+    // Fields are ordered hot first: the first 64 bytes are all the per-event coalescing path reads.
+    var inFlightSendID: UInt64 = 0
+    /// Newest timestamp accepted (pending, in flight or sent); later events must be newer.
+    var latestAccepted: Int64 = -1
+    var lastEventAt: Nanoseconds
     var key: String
     var lane: Lane
     var live: Bool
@@ -15,8 +20,8 @@ struct TargetState: Sendable {
     var ended = false
     /// Listed in its paused app's `parked` list.
     var parked = false
-    var attempts: UInt16 = 0
     var budgetClass: BudgetClass
+    var attempts: UInt16 = 0
     var appIndex: UInt16
     var profileIndex: UInt16
     var partitionSlot: Int32
@@ -24,26 +29,24 @@ struct TargetState: Sendable {
     var generation: UInt32
     /// Bumped when the slot is reused, so parked references to a former occupant are skipped.
     var incarnation: UInt32
-    var sends: UInt32 = 0
-    var deliveries: UInt32 = 0
-    /// Newest timestamp accepted (pending, in flight or sent); later events must be newer.
-    var latestAccepted: Int64 = -1
-    /// Timestamp of the last delivered state, or -1.
-    var lastSentTimestamp: Int64 = -1
-    var lastSentSummary = ContentSummary(digest: 0, progress: SIMD4(repeating: .nan))
+    // The send decision.
     /// Time of the last send attempt (min_interval is measured from it).
     var lastSendAt: Nanoseconds = Int64.min / 4
-    var lastDeliveredAt: Nanoseconds = Int64.min / 4
-    var lastEventAt: Nanoseconds
     var backoffUntil: Nanoseconds = Int64.min / 4
+    /// Timestamp of the last delivered state, or -1.
+    var lastSentTimestamp: Int64 = -1
+    var lastDeliveredAt: Nanoseconds = Int64.min / 4
+    var lastSentSummary = ContentSummary(digest: 0, progress: SIMD4(repeating: .nan))
+    var bucket: TokenBucket
     /// Armed timer, or `Int64.max`.
     var timerAt: Nanoseconds = .max
     /// Since when a pending update waits for a usable token, or -1.
     var tokenWaitSince: Nanoseconds = -1
     /// After a start was delivered, only tokens registered at or after its timestamp belong to the new activity.
     var tokenNotBefore: Int64 = 0
-    var inFlightSendID: UInt64 = 0
-    var bucket: TokenBucket
+    // Cold: the debug snapshot.
+    var sends: UInt32 = 0
+    var deliveries: UInt32 = 0
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
     var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0
