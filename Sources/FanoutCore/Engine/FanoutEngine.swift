@@ -79,6 +79,16 @@ public struct FanoutEngine: Sendable {
         }
         let slot = targetSlot(lane: event.lane, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
         let index = Int(slot)
+        if targets[index].partitionSlot != partitionSlot {
+            // Same key, other partition (repartitioned topic, or a key on two topics of one lane). Offsets
+            // must complete on the partition they came from: re-home an idle target, refuse while busy.
+            guard !pending.contains(slot) && targets[index].inFlightSendID == 0 else {
+                return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .keyMismatch,
+                                  detail: "'\(event.target)' arrived on \(source.partition) while its updates are in progress on \(partitions[Int(targets[index].partitionSlot)]?.id.description ?? "a revoked partition"); one key must always map to one partition",
+                                  target: event.target, app: app, into: &actions)
+            }
+            targets[index].partitionSlot = partitionSlot
+        }
         targets[index].lastEventAt = now
         if targets[index].endAccepted {
             return drop(source.offset, partitionSlot: partitionSlot, reason: .afterEnd, into: &actions)

@@ -66,3 +66,20 @@ import Testing
         #expect(h.engine.commitPoints() == [CommitPoint(partition: activityPartition, offset: 1)])
     }
 }
+
+@Suite struct PartitionMismatchTests {
+    @Test func keyOnAnotherPartitionWhileBusyIsDeadLetteredAndIdleTargetIsRehomed() throws {
+        var h = Harness()
+        let other = PartitionID(topic: "activity-updates", partition: 1)
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        let refused = h.feed(makeEvent("e2", timestamp: 101, status: "b"), partition: other)
+        #expect(refused.deadLetters.map(\.reason) == [.keyMismatch])
+        #expect(refused.deadLetters.first?.sources == [EventSource(partition: other, offset: 0)])
+        h.complete(first)
+        h.advance(2 * sec)
+        let moved = try #require(h.feed(makeEvent("e3", timestamp: 102, status: "c"), partition: other).sends.first)
+        #expect(moved.partition == other && moved.coveredOffsets == [1])
+        h.complete(moved)
+        #expect(Set(h.engine.commitPoints()) == [CommitPoint(partition: activityPartition, offset: 1), CommitPoint(partition: other, offset: 0)])
+    }
+}
