@@ -33,3 +33,26 @@ CURLMcode fanout_curl_multi_setopt_ptr(CURLM *multi, CURLMoption option, const v
 unsigned int fanout_curl_version_num(void) {
     return curl_version_info(CURLVERSION_NOW)->version_num;
 }
+
+unsigned int fanout_curl_multi_waitfds(CURLM *multi, struct curl_waitfd *out, unsigned int capacity) {
+    fd_set readable, writable, failed;
+    int maxfd = -1;
+    FD_ZERO(&readable);
+    FD_ZERO(&writable);
+    FD_ZERO(&failed);
+    if (curl_multi_fdset(multi, &readable, &writable, &failed, &maxfd) != CURLM_OK) return 0;
+    unsigned int count = 0;
+    for (int fd = 0; fd <= maxfd && count < capacity; fd++) {
+        short events = 0;
+        if (FD_ISSET(fd, &readable)) events |= CURL_WAIT_POLLIN;
+        if (FD_ISSET(fd, &writable)) events |= CURL_WAIT_POLLOUT;
+        if (FD_ISSET(fd, &failed)) events |= CURL_WAIT_POLLPRI;
+        if (events) {
+            out[count].fd = fd;
+            out[count].events = events;
+            out[count].revents = 0;
+            count++;
+        }
+    }
+    return count;
+}

@@ -15,4 +15,9 @@ CURLMcode fanout_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long v
 CURLMcode fanout_curl_multi_setopt_ptr(CURLM *multi, CURLMoption option, const void *value);
 unsigned int fanout_curl_version_num(void);
 
+
+
+/* The sockets `multi` wants watched, as curl_waitfd entries for another multi's curl_multi_poll.
+   Returns how many were written (at most `capacity`). */
+unsigned int fanout_curl_multi_waitfds(CURLM *multi, struct curl_waitfd *out, unsigned int capacity);
 #endif

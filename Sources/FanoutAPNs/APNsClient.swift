@@ -1,0 +1,112 @@
+import APNsModel
+import Foundation
+
+/// Fanout's transport to APNs: HTTP/2 over TLS via libcurl's multi interface, multiplexed over a
+/// small pool of long-lived connections, with token auth from a shared `ProviderTokenCache`.
+///
+/// Threading: one dedicated thread per client drives libcurl (never Swift's cooperative pool).
+/// `send` only enqueues (bounded; throws `.queueFull`), and completions run on that thread: keep
+/// them short. Guarantees: every accepted request completes exactly once, with an HTTP response,
+/// a transport failure (classified `.retry`), or a shutdown failure; a connection that dies fails
+/// its in-flight requests as `.retry`, never drops them.
+///
+/// Keep-alive: libcurl 7.88's `curl_easy_upkeep` only reaches connections of the easy interface's
+/// own cache, not a multi handle's, so idle connections are kept with TCP keep-alive
+/// (`upkeepInterval`) and re-probed with a single request after that much idle time.
+public final class APNsClient: Sendable {
+    public let configuration: APNsClientConfiguration
+    private let queue: SubmissionQueue
+    private let counters = APNsClientCounters()
+    private let finished = ShutdownSignal()
+    private let wakeup: CurlMulti
+
+    /// Point-in-time numbers for metrics and health.
+    public struct Stats: Sendable, Hashable {
+        public var inFlight: Int
+        public var queued: Int
+        /// Connections established or being established (not idle-fresh, not backing off).
+        public var connections: Int
+        public var completed: Int
+    }
+
+    public init(configuration: APNsClientConfiguration) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        queue = SubmissionQueue(capacity: configuration.maxQueued)
+        let engine = try APNsTransportEngine(configuration: configuration, queue: queue, counters: counters,
+                                             finished: finished)
+        wakeup = engine.wakeupMulti
+        let thread = Thread { engine.run() }
+        thread.name = "fanout-apns"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    deinit {
+        // Without an explicit shutdown, stop now: queued and in-flight requests fail as retryable.
+        queue.close(deadline: .now)
+        wakeup.wakeup()
+    }
+
+    /// Enqueues `request`; `completion` runs once on the client thread. Throws `.queueFull`,
+    /// `.shutDown` or `.unknownApp` without calling `completion`.
+    public func send(_ request: APNsRequest, completion: @escaping @Sendable (APNsResult) -> Void) throws(APNsClientError) {
+        try perform(request.http) { completion($0.result()) }
+    }
+
+    /// Sends and waits. Enqueue failures come back as results (queue full and shut down as `.retry`,
+    /// an unknown app as `.configError`) so a caller has one thing to handle.
+    public func send(_ request: APNsRequest) async -> APNsResult {
+        await withCheckedContinuation { continuation in
+            do throws(APNsClientError) {
+                try send(request) { continuation.resume(returning: $0) }
+            } catch {
+                continuation.resume(returning: Self.result(for: error))
+            }
+        }
+    }
+
+    /// The raw HTTP exchange (used by the channel-management client).
+    func perform(_ request: APNsHTTPRequest, completion: @escaping @Sendable (APNsHTTPResponse) -> Void) throws(APNsClientError) {
+        guard let credentials = configuration.credentials[request.bundleID] else { throw .unknownApp(request.bundleID) }
+        if try queue.append(Submission(request: request, credentials: credentials, completion: completion)) {
+            wakeup.wakeup()
+        }
+    }
+
+    func perform(_ request: APNsHTTPRequest) async throws(APNsClientError) -> APNsHTTPResponse {
+        let outcome: Result<APNsHTTPResponse, APNsClientError> = await withCheckedContinuation { continuation in
+            do throws(APNsClientError) {
+                try perform(request) { continuation.resume(returning: .success($0)) }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Stops intake, waits for queued and in-flight requests to complete until `deadline`, then fails
+    /// whatever is left (each exactly once, as `.retry`) and stops the thread.
+    public func shutdown(deadline: ContinuousClock.Instant) async {
+        queue.close(deadline: deadline)
+        wakeup.wakeup()
+        await finished.wait()
+    }
+
+    public var stats: Stats {
+        Stats(inFlight: counters.inFlight.load(ordering: .relaxed), queued: queue.count,
+              connections: counters.connections.load(ordering: .relaxed),
+              completed: counters.completed.load(ordering: .relaxed))
+    }
+
+    static func result(for error: APNsClientError) -> APNsResult {
+        switch error {
+        case .unknownApp(let bundle):
+            return APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
+                              outcome: .configError(reason: "no credentials for app \(bundle)", status: 0),
+                              transportFailure: error.description)
+        default:
+            return .notSent(error.description)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import APNsModel
+
+/// Everything an `APNsClient` needs. Every bound is explicit.
+public struct APNsClientConfiguration: Sendable {
+    /// Where requests go.
+    public enum Endpoint: Sendable, Hashable {
+        /// Apple's push hosts (APNS.md §1).
+        case apple(APNsEnvironment)
+        /// Apple's channel-management hosts (`api-manage-broadcast.*`, ports 2195/2196).
+        case appleChannelManagement(APNsEnvironment)
+        /// A custom base URL such as `https://127.0.0.1:8443` (the simulator), trusting `caFile`
+        /// (PEM) in addition to nothing else when given. TLS is always verified.
+        case custom(baseURL: String, caFile: String?)
+    }
+
+    public var endpoint: Endpoint
+    /// 443 or 2197 for Apple push hosts; ignored for custom endpoints (the URL carries the port).
+    public var port: Int?
+    /// Long-lived HTTP/2 connections in this client's pool (each its own libcurl multi).
+    public var connections: Int
+    /// Our cap on concurrent streams per connection; the server's SETTINGS may lower it further,
+    /// and a fresh connection carries one request until the first authenticated response.
+    public var maxConcurrentStreamsPerConnection: Int
+    /// Requests on the wire across all connections.
+    public var maxInFlight: Int
+    /// Requests accepted but not yet on the wire; `send` throws `.queueFull` beyond it.
+    public var maxQueued: Int
+    /// From hand-off to libcurl to the response.
+    public var requestTimeout: Duration
+    public var connectTimeout: Duration
+    /// TCP keep-alive idle time on every connection (libcurl 7.88 cannot send HTTP/2 PINGs on a
+    /// multi handle's connections; see the client docs), and the idle time after which a connection
+    /// is re-probed with a single request before opening up again.
+    public var upkeepInterval: Duration
+    /// Reconnect backoff after a connection failure: doubles from `minimum` up to `maximum`, full jitter.
+    public var reconnectBackoff: (minimum: Duration, maximum: Duration)
+    /// Credentials by bundle id. Several apps and keys can be configured at once.
+    public var credentials: [String: APNsCredentials]
+    /// Usually `.shared`, so every client in the process uses one JWT per key.
+    public var tokenCache: ProviderTokenCache
+
+    public init(endpoint: Endpoint, credentials: [String: APNsCredentials], port: Int? = nil, connections: Int = 2,
+                maxConcurrentStreamsPerConnection: Int = 500, maxInFlight: Int = 1000, maxQueued: Int = 10_000,
+                requestTimeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
+                upkeepInterval: Duration = .seconds(60),
+                reconnectBackoff: (minimum: Duration, maximum: Duration) = (.milliseconds(100), .seconds(30)),
+                tokenCache: ProviderTokenCache = .shared) {
+        self.endpoint = endpoint
+        self.credentials = credentials
+        self.port = port
+        self.connections = connections
+        self.maxConcurrentStreamsPerConnection = maxConcurrentStreamsPerConnection
+        self.maxInFlight = maxInFlight
+        self.maxQueued = maxQueued
+        self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout
+        self.upkeepInterval = upkeepInterval
+        self.reconnectBackoff = reconnectBackoff
+        self.tokenCache = tokenCache
+    }
+
+    /// `https://host:port` without a trailing slash.
+    public var baseURL: String {
+        switch endpoint {
+        case .apple(let environment): "https://\(environment.pushHost):\(port ?? 443)"
+        case .appleChannelManagement(let environment): "https://\(environment.channelManagementHost):\(port ?? environment.channelManagementPort)"
+        case .custom(let url, _): url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
+    }
+
+    var caFile: String? {
+        if case .custom(_, let caFile) = endpoint { return caFile }
+        return nil
+    }
+
+    /// Checks every bound; throws `APNsClientError.badConfiguration` naming the field.
+    func validate() throws(APNsClientError) {
+        func bad(_ text: String) -> APNsClientError { .badConfiguration(text) }
+        guard (1...64).contains(connections) else { throw bad("connections must be 1...64, got \(connections)") }
+        guard (1...10_000).contains(maxConcurrentStreamsPerConnection) else {
+            throw bad("maxConcurrentStreamsPerConnection must be 1...10000, got \(maxConcurrentStreamsPerConnection)")
+        }
+        guard maxInFlight >= 1 else { throw bad("maxInFlight must be at least 1, got \(maxInFlight)") }
+        guard maxQueued >= 1 else { throw bad("maxQueued must be at least 1, got \(maxQueued)") }
+        guard requestTimeout > .zero, connectTimeout > .zero, upkeepInterval > .zero else {
+            throw bad("timeouts and the upkeep interval must be positive")
+        }
+        if case .apple = endpoint, let port, port != 443 && port != 2197 {
+            throw bad("APNs push hosts listen on 443 or 2197, not \(port)")
+        }
+        if case .custom(let url, _) = endpoint, !url.hasPrefix("https://") {
+            throw bad("base URL must start with https:// (APNs is HTTP/2 over TLS), got '\(url)'")
+        }
+        guard !credentials.isEmpty else { throw bad("no app credentials configured") }
+    }
+}
+
+/// Errors from the client itself (not APNs responses, which are `APNsResult`s).
+public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    case badConfiguration(String)
+    /// The bounded submission queue is full: slow down (back-pressure), don't drop.
+    case queueFull(limit: Int)
+    /// `shutdown` was called; no new requests are accepted.
+    case shutDown
+    /// No credentials are configured for this bundle id.
+    case unknownApp(String)
+    /// libcurl could not be set up.
+    case curl(String)
+
+    public var description: String {
+        switch self {
+        case .badConfiguration(let text): "bad APNs client configuration: \(text)"
+        case .queueFull(let limit): "APNs send queue is full (\(limit) waiting): back off and retry"
+        case .shutDown: "APNs client is shut down"
+        case .unknownApp(let bundle): "no APNs credentials configured for app '\(bundle)'"
+        case .curl(let text): "libcurl: \(text)"
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import CCurl
+import CCurlShim
+
+/// One pooled, long-lived HTTP/2 connection: its own libcurl multi handle limited to a single
+/// connection, so the client knows which requests share a connection (and die with it) and can
+/// gate each connection's stream count.
+///
+/// Confined to the transport thread (the multi's `wakeup` is the only cross-thread call).
+final class APNsConnection {
+    let index: Int
+    let multi: CurlMulti
+    var gate: ConnectionGate
+    /// The transfers on this connection; each knows its position (`slot`) for O(1) removal.
+    private(set) var transfers: [APNsTransfer] = []
+
+    init(index: Int, configuration: APNsClientConfiguration, now: ContinuousClock.Instant) throws(APNsClientError) {
+        self.index = index
+        multi = try CurlMulti()
+        try multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, 1)
+        try multi.set(CURLMOPT_MAX_TOTAL_CONNECTIONS, 1)
+        try multi.set(CURLMOPT_MAXCONNECTS, 1)
+        try multi.set(CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.maxConcurrentStreamsPerConnection)
+        gate = ConnectionGate(streamCap: configuration.maxConcurrentStreamsPerConnection,
+                              idleReprobe: configuration.upkeepInterval,
+                              backoffMinimum: configuration.reconnectBackoff.minimum,
+                              backoffMaximum: configuration.reconnectBackoff.maximum, now: now)
+    }
+
+    var inFlight: Int { transfers.count }
+
+    /// Hands `transfer` (already prepared) to libcurl on this connection.
+    func add(_ transfer: APNsTransfer) throws(APNsClientError) {
+        let code = curl_multi_add_handle(multi.handle, transfer.easy.handle)
+        guard code == CURLM_OK else { throw .curl("curl_multi_add_handle: \(String(cString: curl_multi_strerror(code)))") }
+        transfer.connectionIndex = index
+        transfer.slot = transfers.count
+        transfers.append(transfer)
+    }
+
+    /// Takes `transfer` back from libcurl (done or aborted).
+    func remove(_ transfer: APNsTransfer) {
+        _ = curl_multi_remove_handle(multi.handle, transfer.easy.handle)
+        let slot = transfer.slot
+        let last = transfers.removeLast()
+        if slot < transfers.count {
+            transfers[slot] = last
+            last.slot = slot
+        }
+        transfer.slot = -1
+    }
+
+    /// Drives libcurl and collects finished transfers with their result codes.
+    func perform(into done: inout [(APNsTransfer, CURLcode)]) {
+        var running: Int32 = 0
+        _ = curl_multi_perform(multi.handle, &running)
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi.handle, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            var context: UnsafeMutableRawPointer?
+            _ = fanout_curl_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &context)
+            guard let context else { continue }
+            let transfer = Unmanaged<APNsTransfer>.fromOpaque(context).takeUnretainedValue()
+            done.append((transfer, message.pointee.data.result))
+        }
+    }
+
+    /// Milliseconds until libcurl wants to be called again; nil when it has no timer.
+    var curlTimeout: Int? {
+        var timeout = -1
+        _ = curl_multi_timeout(multi.handle, &timeout)
+        return timeout < 0 ? nil : timeout
+    }
+}

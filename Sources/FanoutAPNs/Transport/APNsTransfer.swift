@@ -1,0 +1,181 @@
+import APNsModel
+import CCurl
+import CCurlShim
+
+/// One reusable request slot: an easy handle configured once, plus the buffers of the request on it.
+///
+/// Confined to the transport thread. libcurl's callbacks receive this object through an unretained
+/// pointer; the engine keeps the slot alive (in its pool or in a connection's in-flight list) for
+/// as long as the easy handle can call back.
+final class APNsTransfer {
+    let easy: CurlEasy
+    /// The request body; libcurl reads it in place (CURLOPT_POSTFIELDS), so it lives as long as the slot.
+    private var body: UnsafeMutableRawBufferPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    // Response being received.
+    var response = APNsHTTPResponse(status: nil)
+    var bodyLimit = 1 << 20
+
+    // The request on this slot.
+    var completion: (@Sendable (APNsHTTPResponse) -> Void)?
+    var credentials: APNsCredentials?
+    var tokenGeneration = 0
+    var connectionIndex = 0
+    /// Position in the owning connection's transfer list; -1 when idle.
+    var slot = -1
+
+    init(configuration: APNsClientConfiguration) throws(APNsClientError) {
+        easy = try CurlEasy()
+        body = .allocate(byteCount: 8192, alignment: 16)
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        try easy.set(CURLOPT_PRIVATE, pointer: context)
+        try easy.set(CURLOPT_WRITEDATA, pointer: context)
+        try easy.set(CURLOPT_HEADERDATA, pointer: context)
+        try easy.set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
+        guard fanout_curl_easy_setopt_write_cb(easy.handle, transferWriteBody) == CURLE_OK,
+              fanout_curl_easy_setopt_header_cb(easy.handle, transferWriteHeader) == CURLE_OK else {
+            throw .curl("cannot install libcurl callbacks")
+        }
+        try easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        try easy.set(CURLOPT_PIPEWAIT, 1)
+        try easy.set(CURLOPT_NOSIGNAL, 1)
+        try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+        try easy.set(CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+        // Long-lived connections: never let libcurl retire an idle connection on its own (default 118 s).
+        try easy.set(CURLOPT_MAXAGE_CONN, 7 * 24 * 3600)
+        try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+        let keepIdle = max(1, Int(configuration.upkeepInterval.milliseconds / 1000))
+        try easy.set(CURLOPT_TCP_KEEPIDLE, keepIdle)
+        try easy.set(CURLOPT_TCP_KEEPINTVL, max(1, keepIdle / 3))
+        try easy.set(CURLOPT_UPKEEP_INTERVAL_MS, Int(configuration.upkeepInterval.milliseconds))
+        // Apple: do an uncached DNS lookup before each new connection.
+        try easy.set(CURLOPT_DNS_CACHE_TIMEOUT, 0)
+        if let caFile = configuration.caFile { try easy.set(CURLOPT_CAINFO, string: caFile) }
+    }
+
+    deinit {
+        if let headerList { curl_slist_free_all(headerList) }
+        body.deallocate()
+        errorBuffer.deallocate()
+    }
+
+    /// Points the easy handle at `request`. `authorization` is the full `authorization: bearer …` line.
+    func prepare(_ request: APNsHTTPRequest, url: String, authorization: String) throws(APNsClientError) {
+        response = APNsHTTPResponse(status: nil)
+        response.body.reserveCapacity(64)
+        errorBuffer[0] = 0
+        if let headerList { curl_slist_free_all(headerList); self.headerList = nil }
+
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        list = curl_slist_append(list, authorization)
+        for header in request.headers {
+            list = curl_slist_append(list, header.name + ": " + header.value)
+        }
+        // libcurl would otherwise add form content-type and Accept: */*.
+        list = curl_slist_append(list, request.body.isEmpty ? "content-type:" : "content-type: application/json")
+        list = curl_slist_append(list, "accept:")
+        guard let list else { throw .curl("curl_slist_append failed (out of memory)") }
+        headerList = list
+
+        try easy.set(CURLOPT_URL, string: url)
+        try easy.set(CURLOPT_HTTPHEADER, pointer: list)
+        switch request.method {
+        case .post:
+            if request.body.count > body.count {
+                body.deallocate()
+                body = .allocate(byteCount: request.body.count, alignment: 16)
+            }
+            request.body.withUnsafeBytes { body.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            try easy.set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+            try easy.set(CURLOPT_POST, 1)
+            try easy.set(CURLOPT_POSTFIELDSIZE, request.body.count)
+            try easy.set(CURLOPT_POSTFIELDS, pointer: body.baseAddress)
+        case .get:
+            try easy.set(CURLOPT_HTTPGET, 1)
+            try easy.set(CURLOPT_CUSTOMREQUEST, pointer: nil)
+        case .delete:
+            try easy.set(CURLOPT_HTTPGET, 1)
+            try easy.set(CURLOPT_CUSTOMREQUEST, string: "DELETE")
+        }
+    }
+
+    /// Fills in status or the transport failure once libcurl says the transfer is done.
+    func finish(_ code: CURLcode) -> APNsHTTPResponse {
+        var result = response
+        if code == CURLE_OK {
+            result.status = easy.long(CURLINFO_RESPONSE_CODE)
+        } else {
+            let detail = String(cString: errorBuffer)
+            let name = String(cString: curl_easy_strerror(code))
+            result.status = nil
+            result.transportFailure = "transport: \(name)" + (detail.isEmpty ? "" : " (\(detail))") + " [curl \(code.rawValue)]"
+        }
+        response = APNsHTTPResponse(status: nil)
+        return result
+    }
+
+    fileprivate func receiveHeader(_ line: UnsafeBufferPointer<UInt8>) {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        let name = UnsafeBufferPointer(rebasing: line[..<colon])
+        var start = colon + 1
+        var end = line.count
+        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+        while end > start, line[end - 1] == 0x0D || line[end - 1] == 0x0A || line[end - 1] == 0x20 { end -= 1 }
+        let value = UnsafeBufferPointer(rebasing: line[start..<end])
+        if Self.equalsIgnoringCase(name, "apns-id") {
+            response.apnsID = String(decoding: value, as: UTF8.self)
+        } else if Self.equalsIgnoringCase(name, "apns-unique-id") {
+            response.apnsUniqueID = String(decoding: value, as: UTF8.self)
+        } else if Self.equalsIgnoringCase(name, "apns-request-id") {
+            response.apnsRequestID = String(decoding: value, as: UTF8.self)
+        } else if Self.equalsIgnoringCase(name, "apns-channel-id") {
+            response.channelID = String(decoding: value, as: UTF8.self)
+        } else if Self.equalsIgnoringCase(name, "retry-after") {
+            response.retryAfterSeconds = Int(String(decoding: value, as: UTF8.self))
+        }
+    }
+
+    fileprivate func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard response.body.count + bytes.count <= bodyLimit else { return false }
+        response.body.append(contentsOf: bytes)
+        return true
+    }
+
+    private static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        guard bytes.count == name.utf8CodeUnitCount else { return false }
+        let expected = name.utf8Start
+        for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] | 0x20 { return false }
+        return true
+    }
+}
+
+private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                               _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<APNsTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length)
+    // Returning less than `length` makes libcurl fail the transfer (body over the limit).
+    return transfer.receiveBody(bytes) ? length : 0
+}
+
+private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
+                                 _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<APNsTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    transfer.receiveHeader(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length))
+    return length
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let parts = components
+        return parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000
+    }
+}

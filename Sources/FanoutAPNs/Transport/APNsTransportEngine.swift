@@ -1,0 +1,255 @@
+import APNsModel
+import CCurl
+import CCurlShim
+import Foundation
+import Synchronization
+
+/// The transport thread's state and loop: takes submissions, spreads them over the connection pool
+/// within every bound, drives libcurl, and completes each request exactly once.
+///
+/// Everything here runs on the one dedicated thread the client starts (never on Swift's cooperative
+/// pool: `curl_multi_poll` blocks). Other threads only touch `queue` (Mutex), `counters` (atomics)
+/// and `connections[0].multi.wakeup()` (thread-safe in libcurl).
+final class APNsTransportEngine: @unchecked Sendable {
+    // @unchecked: the mutable state below is confined to the transport thread; the cross-thread
+    // parts (queue, counters, the wakeup multi) are Sendable themselves.
+    let configuration: APNsClientConfiguration
+    let queue: SubmissionQueue
+    let counters: APNsClientCounters
+    let finished: ShutdownSignal
+    let connections: [APNsConnection]
+    private var idleTransfers: [APNsTransfer] = []
+    private var inFlight = 0
+    private let clock = ContinuousClock()
+    private let baseURL: String
+    private var batch: [Submission] = []
+    private var done: [(APNsTransfer, CURLcode)] = []
+    private var waitFDs: UnsafeMutablePointer<curl_waitfd>
+    private let waitFDCapacity = 256
+
+    init(configuration: APNsClientConfiguration, queue: SubmissionQueue, counters: APNsClientCounters,
+         finished: ShutdownSignal) throws(APNsClientError) {
+        self.configuration = configuration
+        self.queue = queue
+        self.counters = counters
+        self.finished = finished
+        baseURL = configuration.baseURL
+        let now = ContinuousClock.now
+        var pool: [APNsConnection] = []
+        for index in 0..<configuration.connections {
+            pool.append(try APNsConnection(index: index, configuration: configuration, now: now))
+        }
+        connections = pool
+        waitFDs = .allocate(capacity: waitFDCapacity)
+        batch.reserveCapacity(min(configuration.maxInFlight, 1024))
+        done.reserveCapacity(256)
+    }
+
+    deinit { waitFDs.deallocate() }
+
+    /// The multi handle used to wake the loop from other threads.
+    var wakeupMulti: CurlMulti { connections[0].multi }
+
+    func run() {
+        while true {
+            let now = clock.now
+            let (closed, deadline) = queue.closing
+            if let deadline, now >= deadline {
+                abortEverything(reason: "shutdown deadline passed before APNs answered; the push may or may not have been delivered")
+                break
+            }
+            let spare = dispatch(now: now)
+            for connection in connections where connection.inFlight > 0 {
+                connection.perform(into: &done)
+            }
+            if !done.isEmpty { completeFinished() }
+            if closed && inFlight == 0 && queue.count == 0 { break }
+            publishCounters()
+            if spare && queue.count > 0 { continue }
+            sleep(now: now, deadline: deadline, canTakeMore: spare)
+        }
+        publishCounters()
+        finished.signal()
+    }
+
+    /// Moves as many submissions to libcurl as the bounds allow. Returns whether room is left.
+    private func dispatch(now: ContinuousClock.Instant) -> Bool {
+        var room = configuration.maxInFlight - inFlight
+        guard room > 0 else { return false }
+        var capacity = 0
+        for connection in connections {
+            capacity += max(0, connection.gate.capacity(inFlight: connection.inFlight, now: now) - connection.inFlight)
+        }
+        room = min(room, capacity)
+        guard room > 0 else { return false }
+        batch.removeAll(keepingCapacity: true)
+        queue.take(upTo: room, into: &batch)
+        for submission in batch { start(submission, now: now) }
+        return room > batch.count
+    }
+
+    private func start(_ submission: Submission, now: ContinuousClock.Instant) {
+        var best: APNsConnection?
+        for connection in connections {
+            let free = connection.gate.capacity(inFlight: connection.inFlight, now: now) - connection.inFlight
+            if free > 0, best == nil || connection.inFlight < best!.inFlight { best = connection }
+        }
+        guard let connection = best else {
+            // dispatch() only takes what fits; reaching here is a bug, but never lose the request.
+            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "no connection capacity (internal)"))
+            return
+        }
+        let token: ProviderTokenCache.Token
+        do {
+            token = try configuration.tokenCache.token(for: submission.credentials)
+        } catch {
+            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot sign the provider token: \(error)"))
+            return
+        }
+        do {
+            let transfer = try idleTransfers.popLast() ?? APNsTransfer(configuration: configuration)
+            try transfer.prepare(submission.request, url: baseURL + submission.request.path,
+                                 authorization: token.authorizationHeader)
+            transfer.completion = submission.completion
+            transfer.credentials = submission.credentials
+            transfer.tokenGeneration = token.generation
+            do {
+                try connection.add(transfer)
+            } catch {
+                idleTransfers.append(transfer)
+                throw error
+            }
+            connection.gate.dispatched(now: now)
+            inFlight += 1
+        } catch {
+            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot start the request: \(error)"))
+        }
+    }
+
+    private func completeFinished() {
+        let now = clock.now
+        for (transfer, code) in done {
+            let connection = connections[transfer.connectionIndex]
+            connection.remove(transfer)
+            inFlight -= 1
+            let response = transfer.finish(code)
+            let completion = transfer.completion
+            let credentials = transfer.credentials
+            let generation = transfer.tokenGeneration
+            transfer.completion = nil
+            transfer.credentials = nil
+            idleTransfers.append(transfer)
+
+            var authenticated = true
+            if response.status == 403, let reason = response.errorBody().reason {
+                switch reason {
+                case .expiredProviderToken:
+                    authenticated = false
+                    if let credentials {
+                        // Fails only if signing fails; the next send reports that error itself.
+                        _ = try? configuration.tokenCache.tokenRejectedAsExpired(generation, for: credentials)
+                    }
+                case .invalidProviderToken, .missingProviderToken:
+                    authenticated = false
+                default:
+                    break
+                }
+            }
+            connection.gate.completed(response.status == nil ? .transportFailure : .response(authenticated: authenticated),
+                                      now: now, jitter: Double.random(in: 0...1))
+            counters.completed.add(1, ordering: .relaxed)
+            completion?(response)
+        }
+        done.removeAll(keepingCapacity: true)
+    }
+
+    private func sleep(now: ContinuousClock.Instant, deadline: ContinuousClock.Instant?, canTakeMore: Bool) {
+        var timeout = 1000
+        for connection in connections {
+            if let curl = connection.curlTimeout { timeout = min(timeout, curl) }
+            if let until = connection.gate.backoffDeadline { timeout = min(timeout, Self.milliseconds(until - now)) }
+        }
+        if let deadline { timeout = min(timeout, Self.milliseconds(deadline - now)) }
+        if timeout <= 0 { return }
+        var extra: UInt32 = 0
+        for connection in connections.dropFirst() where connection.inFlight > 0 {
+            extra += fanout_curl_multi_waitfds(connection.multi.handle, waitFDs + Int(extra), UInt32(waitFDCapacity) - extra)
+        }
+        // Only announce sleep when new submissions could be taken; otherwise sockets and timers wake us.
+        if canTakeMore {
+            guard queue.prepareToSleep() else { return }
+            _ = curl_multi_poll(connections[0].multi.handle, waitFDs, extra, Int32(timeout), nil)
+            queue.awake()
+        } else {
+            _ = curl_multi_poll(connections[0].multi.handle, waitFDs, extra, Int32(timeout), nil)
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        max(0, Int(duration.milliseconds) + 1)
+    }
+
+    /// Shutdown deadline: fail everything still queued or on the wire, each exactly once.
+    private func abortEverything(reason: String) {
+        for connection in connections {
+            for transfer in connection.transfers {
+                connection.remove(transfer)
+                inFlight -= 1
+                let completion = transfer.completion
+                transfer.completion = nil
+                transfer.credentials = nil
+                idleTransfers.append(transfer)
+                completion?(APNsHTTPResponse(status: nil, transportFailure: reason))
+            }
+        }
+        failQueued(reason: "client shut down before the request was sent")
+    }
+
+    private func failQueued(reason: String) {
+        while true {
+            batch.removeAll(keepingCapacity: true)
+            queue.take(upTo: 1024, into: &batch)
+            if batch.isEmpty { break }
+            for submission in batch { submission.completion(APNsHTTPResponse(status: nil, transportFailure: reason)) }
+        }
+    }
+
+    private func publishCounters() {
+        counters.inFlight.store(inFlight, ordering: .relaxed)
+        counters.connections.store(connections.reduce(0) { $0 + ($1.gate.isConnectedOrConnecting ? 1 : 0) }, ordering: .relaxed)
+    }
+}
+
+/// Counters the transport thread publishes for `APNsClient.stats`.
+final class APNsClientCounters: Sendable {
+    let inFlight = Atomic<Int>(0)
+    let connections = Atomic<Int>(0)
+    let completed = Atomic<Int>(0)
+}
+
+/// Fires once when the transport thread has finished; async waiters resume then.
+final class ShutdownSignal: Sendable {
+    private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func signal() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.done = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    var isDone: Bool { state.withLock { $0.done } }
+}

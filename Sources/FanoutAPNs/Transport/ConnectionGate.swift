@@ -1,0 +1,106 @@
+/// How many requests one pooled connection may carry right now. Pure: the transport feeds it
+/// dispatches, completions and time, and asks for capacity.
+///
+/// APNs allows one stream on a token-auth connection until a request with a valid token has been
+/// answered (APNS.md §1). So a fresh connection carries exactly one request (the probe); the first
+/// HTTP answer that is not a provider-token rejection opens it up to our cap (libcurl/nghttp2 then
+/// also honour the server's SETTINGS_MAX_CONCURRENT_STREAMS). A transport failure (reset, GOAWAY,
+/// timeout, TLS) puts the connection into exponential backoff with full jitter, after which it is
+/// fresh again. A connection idle longer than `idleReprobe` is treated as fresh, because libcurl may
+/// have silently replaced a dead one.
+struct ConnectionGate {
+    enum Phase: Equatable {
+        case fresh
+        case probing
+        case open
+        case backingOff(until: ContinuousClock.Instant)
+    }
+
+    enum Completion {
+        /// An HTTP response arrived; `authenticated` is false for 403 provider-token rejections.
+        case response(authenticated: Bool)
+        case transportFailure
+    }
+
+    private(set) var phase: Phase = .fresh
+    private(set) var consecutiveFailures = 0
+    private(set) var lastActivity: ContinuousClock.Instant
+    let streamCap: Int
+    let idleReprobe: Duration
+    let backoffMinimum: Duration
+    let backoffMaximum: Duration
+
+    init(streamCap: Int, idleReprobe: Duration, backoffMinimum: Duration, backoffMaximum: Duration,
+         now: ContinuousClock.Instant) {
+        self.streamCap = streamCap
+        self.idleReprobe = idleReprobe
+        self.backoffMinimum = backoffMinimum
+        self.backoffMaximum = backoffMaximum
+        self.lastActivity = now
+    }
+
+    /// Total requests this connection may have in flight now.
+    mutating func capacity(inFlight: Int, now: ContinuousClock.Instant) -> Int {
+        switch phase {
+        case .fresh, .probing:
+            return 1
+        case .open:
+            if inFlight == 0 && now - lastActivity > idleReprobe {
+                phase = .fresh
+                return 1
+            }
+            return streamCap
+        case .backingOff(let until):
+            guard now >= until else { return 0 }
+            phase = .fresh
+            return 1
+        }
+    }
+
+    /// When a backing-off connection becomes usable again (for the poll timeout).
+    var backoffDeadline: ContinuousClock.Instant? {
+        if case .backingOff(let until) = phase { return until }
+        return nil
+    }
+
+    var isConnectedOrConnecting: Bool {
+        switch phase {
+        case .probing, .open: true
+        case .fresh, .backingOff: false
+        }
+    }
+
+    mutating func dispatched(now: ContinuousClock.Instant) {
+        lastActivity = now
+        if phase == .fresh { phase = .probing }
+    }
+
+    /// `jitter` in 0...1 picks the point inside the full-jitter window (injected for tests).
+    mutating func completed(_ completion: Completion, now: ContinuousClock.Instant, jitter: Double) {
+        lastActivity = now
+        switch completion {
+        case .response(let authenticated):
+            consecutiveFailures = 0
+            switch phase {
+            case .probing: phase = authenticated ? .open : .fresh
+            case .fresh, .open, .backingOff: break
+            }
+        case .transportFailure:
+            // Every stream of a dead connection fails at once: count the connection failure once.
+            if case .backingOff = phase { return }
+            let ceiling = backoffCeiling(afterFailures: consecutiveFailures)
+            consecutiveFailures += 1
+            phase = .backingOff(until: now + ceiling * max(0, min(1, jitter)))
+        }
+    }
+
+    /// min(maximum, minimum · 2^failures).
+    func backoffCeiling(afterFailures failures: Int) -> Duration {
+        var delay = backoffMinimum
+        for _ in 0..<min(failures, 30) {
+            delay = delay * 2
+            if delay >= backoffMaximum { return backoffMaximum }
+        }
+        return min(delay, backoffMaximum)
+    }
+}

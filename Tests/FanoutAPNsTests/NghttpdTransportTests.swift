@@ -1,0 +1,100 @@
+import APNsModel
+import Foundation
+import Synchronization
+import Testing
+@testable import FanoutAPNs
+import FanoutCrypto
+
+/// The transport against an independent HTTP/2 server (nghttpd): TLS verification with a CA file,
+/// multiplexing, bounds, and exactly-once completion. APNs semantics are tested against the simulator.
+@Suite(.enabled(if: NghttpdServer.isAvailable, "nghttpd (Debian nghttp2-server) is not installed"))
+struct NghttpdTransportTests {
+    func client(_ server: NghttpdServer, connections: Int = 2, maxInFlight: Int = 200, maxQueued: Int = 20_000,
+                cache: ProviderTokenCache = ProviderTokenCache()) throws -> APNsClient {
+        try APNsClient(configuration: APNsClientConfiguration(
+            endpoint: .custom(baseURL: server.baseURL, caFile: server.caFile),
+            credentials: TestApps.credentials(key: try P256PrivateKey.generate()), connections: connections,
+            maxConcurrentStreamsPerConnection: 100, maxInFlight: maxInFlight, maxQueued: maxQueued,
+            requestTimeout: .seconds(20), tokenCache: cache))
+    }
+
+    @Test func deliversAndClassifies404() async throws {
+        let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
+        let client = try client(server)
+        let ok = await client.send(try TestApps.push())
+        #expect(ok.status == 200)
+        #expect(ok.outcome == .delivered)
+        let missing = await client.send(try TestApps.push(token: "cd"))
+        #expect(missing.status == 404)
+        #expect(missing.outcome == .configError(reason: "HTTP 404", status: 404))
+        await client.shutdown(deadline: .now + .seconds(5))
+    }
+
+    @Test func tenThousandConcurrentSendsEachCompleteOnce() async throws {
+        let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
+        let client = try client(server)
+        let total = 10_000
+        let seen = Mutex<[Int: Int]>([:])
+        let done = Atomic<Int>(0)
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            for n in 0..<total {
+                do {
+                    try client.send(try TestApps.push(n)) { result in
+                        seen.withLock { $0[n, default: 0] += 1 }
+                        #expect(result.outcome == .delivered)
+                        if done.add(1, ordering: .relaxed).newValue == total { finished.resume() }
+                    }
+                } catch {
+                    Issue.record("enqueue \(n) failed: \(error)")
+                    if done.add(1, ordering: .relaxed).newValue == total { finished.resume() }
+                }
+            }
+        }
+        #expect(seen.withLock { $0.count } == total)
+        #expect(seen.withLock { $0.values.allSatisfy { $0 == 1 } })
+        #expect(client.stats.inFlight == 0)
+        await client.shutdown(deadline: .now + .seconds(5))
+    }
+
+    @Test func fullQueueIsAnErrorNotADrop() async throws {
+        let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
+        let client = try client(server, maxInFlight: 1, maxQueued: 3)
+        var accepted = 0
+        var rejected = 0
+        let completions = Atomic<Int>(0)
+        for n in 0..<50 {
+            do {
+                try client.send(try TestApps.push(n)) { _ in completions.add(1, ordering: .relaxed) }
+                accepted += 1
+            } catch APNsClientError.queueFull(let limit) {
+                #expect(limit == 3)
+                rejected += 1
+            }
+        }
+        #expect(rejected > 0)
+        await client.shutdown(deadline: .now + .seconds(10))
+        #expect(completions.load(ordering: .relaxed) == accepted)
+    }
+
+    @Test func untrustedServerFailsTLSAsRetry() async throws {
+        let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
+        // No CA file: the throwaway CA is not trusted, so verification must fail.
+        let client = try APNsClient(configuration: APNsClientConfiguration(
+            endpoint: .custom(baseURL: server.baseURL, caFile: nil),
+            credentials: TestApps.credentials(key: try P256PrivateKey.generate()), tokenCache: ProviderTokenCache()))
+        let result = await client.send(try TestApps.push())
+        #expect(result.status == nil)
+        guard case .retry = result.outcome else { Issue.record("expected retry, got \(result.outcome)"); return }
+        await client.shutdown(deadline: .now + .seconds(5))
+    }
+
+    @Test func shutdownDeadlineFailsQueuedRequestsOnce() async throws {
+        let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
+        let client = try client(server, maxInFlight: 1, maxQueued: 1000)
+        let count = Atomic<Int>(0)
+        for n in 0..<500 { try client.send(try TestApps.push(n)) { _ in count.add(1, ordering: .relaxed) } }
+        await client.shutdown(deadline: .now)
+        #expect(count.load(ordering: .relaxed) == 500)
+        #expect(throws: APNsClientError.shutDown) { try client.send(try TestApps.push()) { _ in } }
+    }
+}

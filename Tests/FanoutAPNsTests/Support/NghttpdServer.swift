@@ -1,0 +1,77 @@
+import Foundation
+import FanoutCrypto
+
+/// An independent HTTP/2 peer for transport tests: Debian's `nghttpd` on loopback with a
+/// throwaway CA, serving files (POST to an existing file answers 200, anything else 404).
+final class NghttpdServer: @unchecked Sendable {
+    // @unchecked: immutable after init except `process`, which only init and deinit touch.
+    let port: Int
+    let caFile: String
+    let directory: String
+    private let process: Process
+
+    static let executable = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/nghttpd"
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    /// Serves `files` (path → contents) under a fresh directory. `maxConcurrentStreams` sets
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    init(files: [String: String], maxConcurrentStreams: Int = 100) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-nghttpd-\(UUID().uuidString)").path
+        let root = directory + "/www"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        for (path, contents) in files {
+            let full = root + path
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try contents.write(toFile: full, atomically: true, encoding: .utf8)
+        }
+        let certificates = try CertificateAuthority.generateLoopbackServerFiles(in: directory)
+        caFile = certificates.caCertificatePath
+        var lastError = "no attempt"
+        for _ in 0..<20 {
+            let candidate = Int.random(in: 20_000..<60_000)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: NghttpdServer.executable)
+            process.arguments = ["-d", root, "--max-concurrent-streams=\(maxConcurrentStreams)", "--address=127.0.0.1",
+                                 String(candidate), certificates.privateKeyPath, certificates.certificateChainPath]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            if Self.waitUntilListening(port: candidate, process: process) {
+                self.port = candidate
+                self.process = process
+                return
+            }
+            kill(process.processIdentifier, SIGKILL)
+            lastError = "nghttpd did not listen on \(candidate)"
+        }
+        throw NSError(domain: "NghttpdServer", code: 1, userInfo: [NSLocalizedDescriptionKey: lastError])
+    }
+
+    var baseURL: String { "https://127.0.0.1:\(port)" }
+
+    deinit {
+        // Not waitUntilExit(): it spins a run loop that can hang on a cooperative-pool thread.
+        kill(process.processIdentifier, SIGKILL)
+        for _ in 0..<200 where process.isRunning { usleep(10_000) }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private static func waitUntilListening(port: Int, process: Process) -> Bool {
+        for _ in 0..<100 {
+            if !process.isRunning { return false }
+            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            close(socket)
+            if connected == 0 { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+}
