@@ -151,3 +151,27 @@ extension WorkerIntegration.Delivery {
         await worker.stop(timeout: .seconds(5))
     }
 }
+
+extension WorkerIntegration.Delivery {
+    /// The broadcast lane: events keyed by channel id reach the channel through its own APNs client.
+    @Test func broadcastEventsReachTheChannel() async throws {
+        let harness = try IntegrationHarness(partitions: 2)
+        let channel = try harness.simulator.createChannel(bundleID: IntegrationHarness.app, storagePolicy: 0)
+        let base = IntegrationHarness.now - 300
+        let worker = try harness.makeWorker(name: "bc")
+        try worker.start()
+        for step in 0..<5 {
+            let event = "{\"v\":1,\"id\":\"m\(step)\",\"channel\":\"\(channel)\",\"event\":\"update\",\"timestamp\":\(base + Int64(step)),\"content_state\":{\"score\":\"\(step)-0\"}}"
+            try await harness.produce(IntegrationHarness.broadcasts, key: channel, value: event)
+        }
+        try await harness.eventually("the channel shows the last score") {
+            harness.simulator.deviceView(channel: channel)?.contentState.contains("4-0") == true
+        }
+        try await harness.eventually("every broadcast offset committed") { try harness.allCommitted(IntegrationHarness.broadcasts) }
+        let summary = worker.summary
+        #expect(summary.delivered.keys.allSatisfy { $0.lane == .broadcast })
+        #expect(summary.totalDelivered >= 1)
+        #expect(harness.simulator.deliveries().allSatisfy { $0.kind == .broadcast && $0.expiration == 0 })
+        await worker.stop(timeout: .seconds(5))
+    }
+}
