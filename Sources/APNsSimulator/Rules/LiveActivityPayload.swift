@@ -74,9 +74,11 @@ private struct ApsFields {
             let start = scanner.index
             let kind = try scanner.value(depth: 2)
             let range = start..<scanner.index
-            func take(_ slot: inout Range<Int>?, _ name: String, _ expected: JSONScanner.Kind...) throws {
+            // Not variadic: a variadic parameter would allocate an array per member.
+            func take(_ slot: inout Range<Int>?, _ name: StaticString, _ expected: JSONScanner.Kind,
+                      or alternative: JSONScanner.Kind? = nil) throws {
                 guard slot == nil else { throw Refusal(.badRequestPayload, "duplicate key aps.\(name)") }
-                guard expected.contains(kind) else {
+                guard kind == expected || kind == alternative else {
                     throw Refusal(.badRequestPayload, "aps.\(name) has the wrong type")
                 }
                 slot = range
@@ -86,12 +88,22 @@ private struct ApsFields {
             else if scanner.keyEquals(key, "content-state") { try take(&contentState, "content-state", .object) }
             else if scanner.keyEquals(key, "attributes-type") { try take(&attributesType, "attributes-type", .string) }
             else if scanner.keyEquals(key, "attributes") { try take(&attributes, "attributes", .object) }
-            else if scanner.keyEquals(key, "alert") { try take(&alert, "alert", .object, .string) }
+            else if scanner.keyEquals(key, "alert") { try take(&alert, "alert", .object, or: .string) }
             else if scanner.keyEquals(key, "stale-date") { try take(&staleDate, "stale-date", .number) }
             else if scanner.keyEquals(key, "dismissal-date") { try take(&dismissalDate, "dismissal-date", .number) }
             else if scanner.keyEquals(key, "relevance-score") { try take(&relevanceScore, "relevance-score", .number) }
             else if scanner.keyEquals(key, "input-push-token") { try take(&inputPushToken, "input-push-token", .number) }
             else if scanner.keyEquals(key, "input-push-channel") { try take(&inputPushChannel, "input-push-channel", .string) }
+        }
+    }
+
+    private static func checkDate(_ range: Range<Int>?, _ name: StaticString, _ scanner: JSONScanner) throws {
+        guard let range else { return }
+        guard let value = scanner.double(range), value >= 0 else {
+            throw Refusal(.badRequestPayload, "aps.\(name) must be a non-negative number of seconds")
+        }
+        guard value < LiveActivityPayload.millisecondsThreshold else {
+            throw Refusal(.badRequestPayload, "aps.\(name) looks like milliseconds; APNs expects seconds")
         }
     }
 
@@ -109,15 +121,8 @@ private struct ApsFields {
             throw Refusal(.badRequestPayload, "aps.event must be start, update or end")
         }
         guard let contentState else { throw Refusal(.badRequestPayload, "missing aps.content-state") }
-        for (range, name) in [(staleDate, "stale-date"), (dismissalDate, "dismissal-date")] {
-            guard let range else { continue }
-            guard let value = scanner.double(range), value >= 0 else {
-                throw Refusal(.badRequestPayload, "aps.\(name) must be a non-negative number of seconds")
-            }
-            guard value < LiveActivityPayload.millisecondsThreshold else {
-                throw Refusal(.badRequestPayload, "aps.\(name) looks like milliseconds; APNs expects seconds")
-            }
-        }
+        try Self.checkDate(staleDate, "stale-date", scanner)
+        try Self.checkDate(dismissalDate, "dismissal-date", scanner)
         if let inputPushToken, scanner.double(inputPushToken) != 1 {
             throw Refusal(.badRequestPayload, "aps.input-push-token must be 1")
         }
