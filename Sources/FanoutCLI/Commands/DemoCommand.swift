@@ -46,7 +46,7 @@ struct DemoCommand: Command {
 
         let console = DemoConsole(color: options.color, quiet: options.quiet)
         console.line(console.paint("fanout demo", .bold) + " — Kafka (embedded mock cluster) → Fanout worker → APNs (simulator), all in this process.")
-        console.line(console.paint("Lines show what each Lock Screen displays, read from the simulator as it accepts pushes.", .dim))
+        console.note(console.paint("Lines show what each Lock Screen displays, read from the simulator as it accepts pushes.", .dim))
         // The runner stops itself at the timeout; this guards the shutdown after it (drain, final commit,
         // flush: each bounded at 5 s) so a stuck library call still ends the process loudly.
         let grace = options.timeout + .seconds(20)

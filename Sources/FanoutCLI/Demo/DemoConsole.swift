@@ -59,6 +59,12 @@ final class DemoConsole: Sendable {
         write(paint(stamp, .dim) + "  " + text)
     }
 
+    /// A line without a time prefix, suppressed by `--quiet`.
+    func note(_ text: String) {
+        guard !quiet else { return }
+        write(text)
+    }
+
     /// A line shown even with `--quiet`.
     func line(_ text: String) { write(text) }
 

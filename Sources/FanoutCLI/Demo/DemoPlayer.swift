@@ -22,10 +22,16 @@ struct DemoPlayer: Sendable {
         .nanoseconds(Int64((Double(at) * Self.wallSecondsPerStorySecond / speed * 1e9).rounded()))
     }
 
-    /// Plays every step at its moment (relative to `start`). Returns when the last record is enqueued;
+    /// The steps at story second 0: the apps' backends registering tokens before anything happens.
+    /// The runner plays them first and waits for the worker to apply them, so the story's first
+    /// seconds are not spent on the worker catching up with activity-tokens.
+    var prelude: ArraySlice<DemoScene.Step> { scene.steps.prefix { $0.at == 0 } }
+    var story: ArraySlice<DemoScene.Step> { scene.steps.drop { $0.at == 0 } }
+
+    /// Plays `steps` each at its moment (relative to `start`). Returns when the last record is enqueued;
     /// acknowledgements arrive in `ledger`. Throws when a record cannot be enqueued.
-    func play(from start: ContinuousClock.Instant) async throws {
-        for step in scene.steps {
+    func play(_ steps: ArraySlice<DemoScene.Step>, from start: ContinuousClock.Instant) async throws {
+        for step in steps {
             try await Task.sleep(until: start + wallOffset(step.at), clock: .continuous)
             if let note = step.note { console.story(console.paint("▸ " + note, .dim)) }
             switch step.action {

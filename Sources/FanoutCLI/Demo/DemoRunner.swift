@@ -16,7 +16,9 @@ enum DemoRunner {
         let stage = try DemoStage(directory: directory, keepLogs: options.keepLogDirectory != nil,
                                   workerLogSink: options.workerLogsToStderr ? Log.standardErrorSink : nil, speed: options.speed)
         let tail = stage.tail
-        if let path = stage.workerLogPath { console.line(console.paint("Worker log (JSON lines): \(path)", .dim)) }
+        console.note(console.paint("Kafka: mock cluster at \(stage.cluster.bootstrapServers) · APNs: simulator at \(stage.simulator.deviceURL)"
+                                   + " · worker joining group '\(stage.configuration.kafka.groupID)'", .dim))
+        if let path = stage.workerLogPath { console.note(console.paint("Worker log (JSON lines): \(path)", .dim)) }
         var problems: [String] = []
 
         let startup = clock.now
@@ -32,7 +34,7 @@ enum DemoRunner {
             try await Task.sleep(for: .milliseconds(50))
         }
         if problems.isEmpty {
-            console.line(console.paint("Worker ready in \(format(clock.now - startup)) — playing the scene"
+            console.note(console.paint("Worker ready in \(format(clock.now - startup)) — playing the scene"
                                        + (options.speed == 1 ? "" : " at \(options.speed)×") + ".", .dim))
         }
 
@@ -43,13 +45,27 @@ enum DemoRunner {
                                 console: console, speed: options.speed)
         var board = LockScreenBoard(cards: scene.cards)
         let playerState = Mutex<PlayerState>(.playing)
-        let sceneStart = clock.now
         console.startClock()
+        if problems.isEmpty {
+            try await player.play(player.prelude, from: clock.now)
+            let registrations = player.prelude.filter {
+                if case .produce(.activityTokens, _, _) = $0.action { return true }
+                return false
+            }.count
+            while stage.worker.summary.tokenUpdates < registrations {
+                guard clock.now < deadline else {
+                    problems.append("the worker did not apply the \(registrations) token registrations of the scene's start within \(options.timeout)")
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let sceneStart = clock.now
 
         if problems.isEmpty {
             let playTask = Task {
                 do {
-                    try await player.play(from: sceneStart)
+                    try await player.play(player.story, from: sceneStart)
                     playerState.withLock { $0 = .finished }
                 } catch {
                     playerState.withLock { $0 = .failed("\(error)") }

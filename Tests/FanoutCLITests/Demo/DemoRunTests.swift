@@ -6,14 +6,14 @@ import Testing
 @testable import FanoutCLI
 
 /// Plays the whole demo in this process (mock Kafka, APNs simulator over HTTP/2+TLS, a real worker)
-/// at 8× speed, then checks what the phones show and what Kafka holds. Each expectation is read from
+/// at 6× speed, then checks what the phones show and what Kafka holds. Each expectation is read from
 /// the simulator or from Kafka, not from what the scene produced.
 @Suite struct DemoRunTests {
     @Test func theSceneEndsWithEveryLockScreenFinalAndEverythingCommitted() async throws {
         let lines = Mutex<[String]>([])
         let console = DemoConsole(color: false, quiet: false) { line in lines.withLock { $0.append(line) } }
         var options = DemoOptions()
-        options.speed = 8
+        options.speed = 6
         options.timeout = .seconds(55)   // a safety net against hangs; the run reports what was pending
         let outcome = try await DemoRunner.run(options: options, console: console)
         let scene = outcome.scene
@@ -42,6 +42,8 @@ import Testing
         // The unregistered token: one attempt answered 410, a feedback record, and nothing accepted after.
         let gone = scene.export43Token
         let goneAt = try #require(outcome.ledger.unregistered[gone])
+        // Whether export-43 got a push before its token went depends on timing; that the worker tried the
+        // gone token exactly once, then stopped, does not.
         #expect(outcome.simulatorStats.count(status: 410, reason: .unregistered) == 1)
         #expect(!outcome.deliveries.contains { $0.token == gone && $0.time >= goneAt })
         #expect(outcome.feedback.contains { $0.key == "export-43" && $0.token == gone && $0.status == 410 })
