@@ -22,18 +22,9 @@ enum DemoRunner {
         var problems: [String] = []
 
         let startup = clock.now
-        // start() reads topic metadata and joins the group: blocking librdkafka calls.
-        try await onOwnThread { try stage.worker.start() }
-        while true {
-            let readiness = stage.worker.isReady()
-            if readiness.isReady { break }
-            guard clock.now < deadline else {
-                problems.append("the worker did not become ready within \(options.timeout): \(readiness.reasons.joined(separator: "; "))")
-                break
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        if problems.isEmpty {
+        if let problem = try await waitUntilReady(stage.worker, deadline: deadline, timeout: options.timeout) {
+            problems.append(problem)
+        } else {
             console.note(console.paint("Worker ready in \(format(clock.now - startup)) — playing the scene"
                                        + (options.speed == 1 ? "" : " at \(options.speed)×") + ".", .dim))
         }
@@ -44,61 +35,13 @@ enum DemoRunner {
         let player = DemoPlayer(scene: scene, producer: stage.producer, simulator: stage.simulator, ledger: ledger,
                                 console: console, speed: options.speed)
         var board = LockScreenBoard(cards: scene.cards)
-        let playerState = Mutex<PlayerState>(.playing)
         console.startClock()
-        if problems.isEmpty {
-            try await player.play(player.prelude, from: clock.now)
-            let registrations = player.prelude.filter {
-                if case .produce(.activityTokens, _, _) = $0.action { return true }
-                return false
-            }.count
-            while stage.worker.summary.tokenUpdates < registrations {
-                guard clock.now < deadline else {
-                    problems.append("the worker did not apply the \(registrations) token registrations of the scene's start within \(options.timeout)")
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+        if problems.isEmpty, let problem = try await playPrelude(player, worker: stage.worker, deadline: deadline, timeout: options.timeout) {
+            problems.append(problem)
         }
-        let sceneStart = clock.now
-
         if problems.isEmpty {
-            let playTask = Task {
-                do {
-                    try await player.play(player.story, from: sceneStart)
-                    playerState.withLock { $0 = .finished }
-                } catch {
-                    playerState.withLock { $0 = .failed("\(error)") }
-                }
-            }
-            var shownTails = 0
-            while true {
-                showChanges(&board, stage: stage, tail: tail, scene: scene, shownTails: &shownTails, console: console)
-                let player = playerState.withLock { $0 }
-                if case .failed(let reason) = player {
-                    problems.append("publishing the scene failed: \(reason)")
-                    break
-                }
-                let ledgerState = ledger.snapshot
-                if !ledgerState.failures.isEmpty {
-                    problems.append("Kafka did not accept every scene record: \(ledgerState.failures.joined(separator: "; "))")
-                    break
-                }
-                if player == .finished && ledger.settled
-                    && pendingCommits(stage: stage, ends: ledgerState.ends, summary: stage.worker.summary).isEmpty
-                    && outcomesShown(tail: tail, summary: stage.worker.summary) {
-                    break
-                }
-                guard clock.now < deadline else {
-                    problems.append("timed out after \(options.timeout); still pending:")
-                    problems += pendingWork(player: player, ledger: ledger, stage: stage, board: board, scene: scene)
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            playTask.cancel()
-            _ = await playTask.value
-            showChanges(&board, stage: stage, tail: tail, scene: scene, shownTails: &shownTails, console: console)
+            problems += try await playAndWatch(player, board: &board, stage: stage, deadline: deadline, timeout: options.timeout,
+                                               console: console)
         }
         let seconds = console.elapsed
 
@@ -130,6 +73,85 @@ enum DemoRunner {
             }
         }
         return outcome
+    }
+
+    /// Waits for `/readyz`'s condition (partitions assigned, APNs reachable). Returns a problem on timeout.
+    private static func waitUntilReady(_ worker: Worker, deadline: ContinuousClock.Instant, timeout: Duration) async throws -> String? {
+        // start() reads topic metadata and joins the group: blocking librdkafka calls.
+        try await onOwnThread { try worker.start() }
+        while true {
+            let readiness = worker.isReady()
+            if readiness.isReady { return nil }
+            guard ContinuousClock.now < deadline else {
+                return "the worker did not become ready within \(timeout): \(readiness.reasons.joined(separator: "; "))"
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Plays story second 0 (token registrations) and waits until the worker applied them.
+    private static func playPrelude(_ player: DemoPlayer, worker: Worker, deadline: ContinuousClock.Instant,
+                                    timeout: Duration) async throws -> String? {
+        try await player.play(player.prelude, from: .now)
+        let registrations = player.prelude.filter {
+            if case .produce(.activityTokens, _, _) = $0.action { return true }
+            return false
+        }.count
+        while worker.summary.tokenUpdates < registrations {
+            guard ContinuousClock.now < deadline else {
+                return "the worker did not apply the \(registrations) token registrations of the scene's start within \(timeout)"
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Plays the story while showing what changes, until every record is acknowledged, every event
+    /// partition committed to its end and every dead letter and feedback record read back.
+    /// Returns the problems (a failed publish, or what was pending at the deadline).
+    private static func playAndWatch(_ player: DemoPlayer, board: inout LockScreenBoard, stage: DemoStage,
+                                     deadline: ContinuousClock.Instant, timeout: Duration, console: DemoConsole) async throws -> [String] {
+        let playerState = Mutex<PlayerState>(.playing)
+        let sceneStart = ContinuousClock.now
+        let playTask = Task {
+            do {
+                try await player.play(player.story, from: sceneStart)
+                playerState.withLock { $0 = .finished }
+            } catch {
+                playerState.withLock { $0 = .failed("\(error)") }
+            }
+        }
+        defer { playTask.cancel() }
+        var shownTails = 0
+        var problems: [String] = []
+        while true {
+            showChanges(&board, stage: stage, tail: stage.tail, scene: player.scene, shownTails: &shownTails, console: console)
+            let state = playerState.withLock { $0 }
+            if case .failed(let reason) = state {
+                problems.append("publishing the scene failed: \(reason)")
+                break
+            }
+            let ledgerState = player.ledger.snapshot
+            if !ledgerState.failures.isEmpty {
+                problems.append("Kafka did not accept every scene record: \(ledgerState.failures.joined(separator: "; "))")
+                break
+            }
+            if state == .finished && player.ledger.settled
+                && pendingCommits(stage: stage, ends: ledgerState.ends, summary: stage.worker.summary).isEmpty
+                && outcomesShown(tail: stage.tail, summary: stage.worker.summary) {
+                break
+            }
+            guard ContinuousClock.now < deadline else {
+                problems.append("timed out after \(timeout); still pending:")
+                problems += pendingWork(player: state, ledger: player.ledger, stage: stage, board: board, scene: player.scene)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        playTask.cancel()
+        _ = await playTask.value
+        showChanges(&board, stage: stage, tail: stage.tail, scene: player.scene, shownTails: &shownTails, console: console)
+        return problems
     }
 
     enum PlayerState: Equatable, Sendable {
