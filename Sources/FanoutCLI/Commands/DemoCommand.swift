@@ -25,6 +25,8 @@ struct DemoCommand: Command {
                            removed after a successful run
       --worker-logs        write the worker's JSON log lines to stderr as well as the story to stdout
       --timeout <seconds>  give up (exit 1) after this long, startup included; default 55
+
+    Ctrl-C stops the scene, shuts the worker down cleanly (final commit) and prints the summary (exit 130).
     """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
@@ -54,8 +56,31 @@ struct DemoCommand: Command {
             Output.err("fanout demo: still running \(grace) after starting: shutting down got stuck; exiting with status 1")
             exit(1)
         }
+        let signals = interruptOnSignals(options.interrupt)
         let outcome = try await DemoRunner.run(options: options, console: console)
+        withExtendedLifetime(signals) {}
         for line in DemoSummary.render(outcome, console: console) { console.line(line) }
+        if outcome.interrupted { return 130 }
         return outcome.succeeded ? 0 : 1
+    }
+
+    /// First SIGINT/SIGTERM: stop the scene, shut the worker down cleanly, print the summary.
+    /// A second one exits at once.
+    private static func interruptOnSignals(_ interrupt: DemoInterrupt) -> [DispatchSourceSignal] {
+        let queue = DispatchQueue(label: "fanout-demo-signals")
+        return [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                if interrupt.isSet {
+                    Output.err("fanout demo: interrupted twice; exiting without cleaning up")
+                    exit(130)
+                }
+                Output.err("fanout demo: stopping (interrupt again to exit at once)")
+                interrupt.set()
+            }
+            source.resume()
+            return source
+        }
     }
 }

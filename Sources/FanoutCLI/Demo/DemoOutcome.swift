@@ -1,6 +1,7 @@
 import APNsSimulator
 import FanoutKafka
 import FanoutWorker
+import Synchronization
 
 struct DemoOptions: Sendable {
     /// Story speed factor (2 = twice as fast). The per-target `min_interval` stays real, so faster runs coalesce more.
@@ -14,6 +15,8 @@ struct DemoOptions: Sendable {
     var workerLogsToStderr = false
     /// The whole run, startup included; past it the demo stops and fails with what was still pending.
     var timeout: Duration = .seconds(55)
+    /// Checked while waiting; when set, the run stops early and reports "interrupted".
+    var interrupt = DemoInterrupt()
 }
 
 /// What a run showed and checked, for the summary and for tests.
@@ -52,4 +55,14 @@ struct DemoOutcome: Sendable {
     }
 
     var succeeded: Bool { problems.isEmpty }
+    var interrupted = false
+}
+
+/// Set by the first SIGINT/SIGTERM: the demo stops playing, shuts the worker down cleanly and
+/// prints the summary so far. Thread-safe (an atomic flag).
+final class DemoInterrupt: Sendable {
+    private let flag = Atomic(false)
+    init() {}
+    func set() { flag.store(true, ordering: .relaxed) }
+    var isSet: Bool { flag.load(ordering: .relaxed) }
 }

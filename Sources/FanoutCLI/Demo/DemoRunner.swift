@@ -22,7 +22,7 @@ enum DemoRunner {
         var problems: [String] = []
 
         let startup = clock.now
-        if let problem = try await waitUntilReady(stage.worker, deadline: deadline, timeout: options.timeout) {
+        if let problem = try await waitUntilReady(stage.worker, deadline: deadline, options: options) {
             problems.append(problem)
         } else {
             console.note(console.paint("Worker ready in \(format(clock.now - startup)) — playing the scene"
@@ -36,11 +36,11 @@ enum DemoRunner {
                                 console: console, speed: options.speed)
         var board = LockScreenBoard(cards: scene.cards)
         console.startClock()
-        if problems.isEmpty, let problem = try await playPrelude(player, worker: stage.worker, deadline: deadline, timeout: options.timeout) {
+        if problems.isEmpty, let problem = try await playPrelude(player, worker: stage.worker, deadline: deadline, options: options) {
             problems.append(problem)
         }
         if problems.isEmpty {
-            problems += try await playAndWatch(player, board: &board, stage: stage, deadline: deadline, timeout: options.timeout,
+            problems += try await playAndWatch(player, board: &board, stage: stage, deadline: deadline, options: options,
                                                console: console)
         }
         let seconds = console.elapsed
@@ -62,6 +62,7 @@ enum DemoRunner {
             simulatorStats: stage.simulator.stats(), seconds: seconds, workerLogPath: stage.workerLogPath,
             deliveryLogPath: stage.deliveryLogPath, workerLogWriteFailures: stage.workerLogFile?.failedWrites ?? 0,
             problems: problems)
+        outcome.interrupted = options.interrupt.isSet
         if problems.isEmpty { outcome.problems = DemoChecks.problems(in: outcome) }
         // A failed run keeps its directory: the worker's log says why.
         if outcome.succeeded && options.keepLogDirectory == nil {
@@ -76,14 +77,15 @@ enum DemoRunner {
     }
 
     /// Waits for `/readyz`'s condition (partitions assigned, APNs reachable). Returns a problem on timeout.
-    private static func waitUntilReady(_ worker: Worker, deadline: ContinuousClock.Instant, timeout: Duration) async throws -> String? {
+    private static func waitUntilReady(_ worker: Worker, deadline: ContinuousClock.Instant, options: DemoOptions) async throws -> String? {
         // start() reads topic metadata and joins the group: blocking librdkafka calls.
         try await onOwnThread { try worker.start() }
         while true {
             let readiness = worker.isReady()
             if readiness.isReady { return nil }
+            if options.interrupt.isSet { return interruptedProblem }
             guard ContinuousClock.now < deadline else {
-                return "the worker did not become ready within \(timeout): \(readiness.reasons.joined(separator: "; "))"
+                return "the worker did not become ready within \(options.timeout): \(readiness.reasons.joined(separator: "; "))"
             }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -91,15 +93,16 @@ enum DemoRunner {
 
     /// Plays story second 0 (token registrations) and waits until the worker applied them.
     private static func playPrelude(_ player: DemoPlayer, worker: Worker, deadline: ContinuousClock.Instant,
-                                    timeout: Duration) async throws -> String? {
+                                    options: DemoOptions) async throws -> String? {
         try await player.play(player.prelude, from: .now)
         let registrations = player.prelude.filter {
             if case .produce(.activityTokens, _, _) = $0.action { return true }
             return false
         }.count
         while worker.summary.tokenUpdates < registrations {
+            if options.interrupt.isSet { return interruptedProblem }
             guard ContinuousClock.now < deadline else {
-                return "the worker did not apply the \(registrations) token registrations of the scene's start within \(timeout)"
+                return "the worker did not apply the \(registrations) token registrations of the scene's start within \(options.timeout)"
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -110,7 +113,7 @@ enum DemoRunner {
     /// partition committed to its end and every dead letter and feedback record read back.
     /// Returns the problems (a failed publish, or what was pending at the deadline).
     private static func playAndWatch(_ player: DemoPlayer, board: inout LockScreenBoard, stage: DemoStage,
-                                     deadline: ContinuousClock.Instant, timeout: Duration, console: DemoConsole) async throws -> [String] {
+                                     deadline: ContinuousClock.Instant, options: DemoOptions, console: DemoConsole) async throws -> [String] {
         let playerState = Mutex<PlayerState>(.playing)
         let sceneStart = ContinuousClock.now
         let playTask = Task {
@@ -141,8 +144,12 @@ enum DemoRunner {
                 && outcomesShown(tail: stage.tail, summary: stage.worker.summary) {
                 break
             }
+            if options.interrupt.isSet {
+                problems.append(interruptedProblem)
+                break
+            }
             guard ContinuousClock.now < deadline else {
-                problems.append("timed out after \(timeout); still pending:")
+                problems.append("timed out after \(options.timeout); still pending:")
                 problems += pendingWork(player: state, ledger: player.ledger, stage: stage, board: board, scene: player.scene)
                 break
             }
@@ -153,6 +160,8 @@ enum DemoRunner {
         showChanges(&board, stage: stage, tail: stage.tail, scene: player.scene, shownTails: &shownTails, console: console)
         return problems
     }
+
+    static let interruptedProblem = "interrupted before the scene ended (the worker was stopped cleanly and committed what was done)"
 
     enum PlayerState: Equatable, Sendable {
         case playing, finished
