@@ -127,3 +127,8 @@ extension UInt8 {
         (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x5A) || (self >= 0x61 && self <= 0x7A)
     }
 }
+
+/// Validation shared by push and channel-management requests.
+public enum APNsRequestValidation {
+    public static func isBundleID(_ text: String) -> Bool { APNsRequest.isValidBundleID(text) }
+}

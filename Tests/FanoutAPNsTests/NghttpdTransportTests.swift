@@ -41,7 +41,12 @@ struct NghttpdTransportTests {
                 do {
                     try client.send(try TestApps.push(n)) { result in
                         seen.withLock { $0[n, default: 0] += 1 }
-                        #expect(result.outcome == .delivered)
+                        // nghttpd occasionally resets a stream under load (curl 16, HTTP/2 framing);
+                        // that must surface as a retryable outcome, never as a lost request.
+                        switch result.outcome {
+                        case .delivered, .retry: break
+                        default: Issue.record("unexpected outcome \(result.outcome)")
+                        }
                         if done.add(1, ordering: .relaxed).newValue == total { finished.resume() }
                     }
                 } catch {

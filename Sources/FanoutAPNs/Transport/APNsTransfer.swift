@@ -25,6 +25,8 @@ final class APNsTransfer {
     var connectionIndex = 0
     /// Position in the owning connection's transfer list; -1 when idle.
     var slot = -1
+    /// The connection gate's epoch when this request was sent.
+    var gateEpoch = 0
 
     init(configuration: APNsClientConfiguration) throws(APNsClientError) {
         easy = try CurlEasy()
@@ -67,7 +69,6 @@ final class APNsTransfer {
     /// Points the easy handle at `request`. `authorization` is the full `authorization: bearer …` line.
     func prepare(_ request: APNsHTTPRequest, url: String, authorization: String) throws(APNsClientError) {
         response = APNsHTTPResponse(status: nil)
-        response.body.reserveCapacity(64)
         errorBuffer[0] = 0
         if let headerList { curl_slist_free_all(headerList); self.headerList = nil }
 

@@ -119,7 +119,7 @@ final class APNsTransportEngine: @unchecked Sendable {
                 idleTransfers.append(transfer)
                 throw error
             }
-            connection.gate.dispatched(now: now)
+            transfer.gateEpoch = connection.gate.dispatched(now: now)
             inFlight += 1
         } catch {
             submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot start the request: \(error)"))
@@ -155,8 +155,12 @@ final class APNsTransportEngine: @unchecked Sendable {
                     break
                 }
             }
-            connection.gate.completed(response.status == nil ? .transportFailure : .response(authenticated: authenticated),
-                                      now: now, jitter: Double.random(in: 0...1))
+            // A stream-level HTTP/2 error (RST_STREAM) leaves the connection usable: no backoff for it.
+            let streamOnly = code == CURLE_HTTP2_STREAM || code == CURLE_HTTP2
+            let event: ConnectionGate.Completion = response.status != nil ? .response(authenticated: authenticated)
+                : streamOnly ? .response(authenticated: true) : .transportFailure
+            connection.gate.completed(event,
+                                      epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
             counters.completed.add(1, ordering: .relaxed)
             completion?(response)
         }

@@ -23,6 +23,9 @@ struct ConnectionGate {
     }
 
     private(set) var phase: Phase = .fresh
+    /// Bumped on every counted connection failure. Requests remember the epoch they were sent in,
+    /// so stragglers of a dead connection neither extend the backoff nor open the next connection.
+    private(set) var epoch = 0
     private(set) var consecutiveFailures = 0
     private(set) var lastActivity: ContinuousClock.Instant
     let streamCap: Int
@@ -70,14 +73,17 @@ struct ConnectionGate {
         }
     }
 
-    mutating func dispatched(now: ContinuousClock.Instant) {
+    /// Returns the epoch to hand back in `completed`.
+    mutating func dispatched(now: ContinuousClock.Instant) -> Int {
         lastActivity = now
         if phase == .fresh { phase = .probing }
+        return epoch
     }
 
     /// `jitter` in 0...1 picks the point inside the full-jitter window (injected for tests).
-    mutating func completed(_ completion: Completion, now: ContinuousClock.Instant, jitter: Double) {
+    mutating func completed(_ completion: Completion, epoch sentIn: Int, now: ContinuousClock.Instant, jitter: Double) {
         lastActivity = now
+        guard sentIn == epoch else { return }
         switch completion {
         case .response(let authenticated):
             consecutiveFailures = 0
@@ -90,6 +96,7 @@ struct ConnectionGate {
             if case .backingOff = phase { return }
             let ceiling = backoffCeiling(afterFailures: consecutiveFailures)
             consecutiveFailures += 1
+            epoch += 1
             phase = .backingOff(until: now + ceiling * max(0, min(1, jitter)))
         }
     }

@@ -1,0 +1,80 @@
+// Benchmark (not a test): acked sends per second from APNsClient to a server over HTTP/2+TLS.
+// Usage: apns-client-bench [--sim | --url https://127.0.0.1:PORT --ca FILE --token HEX]
+//                          [--requests N] [--connections C] [--streams S] [--in-flight F]
+// With --sim (default) it starts the APNs simulator in-process (1 thread) and prints its port and
+// CA file, so curl-ceiling and h2load can be pointed at the same server.
+import APNsModel
+import APNsSimulator
+import FanoutAPNs
+import FanoutCrypto
+import Foundation
+import Synchronization
+
+func log(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+let arguments = Array(CommandLine.arguments.dropFirst())
+@MainActor func option(_ name: String) -> String? {
+    guard let index = arguments.firstIndex(of: "--" + name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+let requests = Int(option("requests") ?? "") ?? 100_000
+let connections = Int(option("connections") ?? "") ?? 1
+let streams = Int(option("streams") ?? "") ?? 100
+let inFlight = Int(option("in-flight") ?? "") ?? streams * connections
+let holdSeconds = Int(option("hold") ?? "") ?? 0
+let bundleID = "com.example.bench"
+let key = try P256PrivateKey.generate()
+
+var simulator: APNsSimulator?
+let baseURL: String
+let caFile: String
+let token = option("token") ?? String(repeating: "ab", count: 32)
+if let url = option("url") {
+    baseURL = url
+    caFile = option("ca") ?? ""
+} else {
+    var configuration = APNsSimulatorConfiguration(teamID: "TEAM123456", keys: ["KEY1234567": try key.publicKey().pemSPKI()],
+                                                   apps: [bundleID])
+    configuration.threads = Int(option("sim-threads") ?? "") ?? 1
+    configuration.deliveryMemoryCapacity = 1000
+    let sim = try APNsSimulator(configuration: configuration)
+    try sim.start()
+    simulator = sim
+    baseURL = sim.deviceURL
+    caFile = sim.caCertificatePath
+    log("simulator: \(baseURL) ca=\(caFile)")
+}
+
+let client = try APNsClient(configuration: APNsClientConfiguration(
+    endpoint: .custom(baseURL: baseURL, caFile: caFile.isEmpty ? nil : caFile),
+    credentials: [bundleID: APNsCredentials(teamID: "TEAM123456", keyID: "KEY1234567", key: key)],
+    connections: connections, maxConcurrentStreamsPerConnection: streams, maxInFlight: inFlight,
+    maxQueued: requests, requestTimeout: .seconds(60), tokenCache: ProviderTokenCache()))
+
+let payload = Array(#"{"aps":{"event":"update","timestamp":1700000000,"content-state":{"progress":0.5}}}"#.utf8)
+let request = try APNsRequest.liveActivity(deviceToken: token, bundleID: bundleID, payload: payload, priority: .conserve)
+// Warm up: establish and authenticate every connection.
+for _ in 0..<(connections * 4) { _ = await client.send(request) }
+
+let acked = Atomic<Int>(0)
+let failed = Atomic<Int>(0)
+let start = ContinuousClock.now
+await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+    let completion: @Sendable (APNsResult) -> Void = { result in
+        if result.outcome != .delivered {
+            if failed.add(1, ordering: .relaxed).newValue <= 5 {
+                log("not delivered after \(ContinuousClock.now - start): \(result.transportFailure ?? "\(result.outcome)")")
+            }
+        }
+        if acked.add(1, ordering: .relaxed).newValue == requests { done.resume() }
+    }
+    for _ in 0..<requests {
+        do { try client.send(request, completion: completion) } catch { log("enqueue: \(error)"); exit(1) }
+    }
+}
+let elapsed = ContinuousClock.now - start
+let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+print(String(format: "apns-client: %d requests, %d not delivered, %.2f s, %.0f acked sends/s (connections=%d streams=%d in-flight=%d)",
+             requests, failed.load(ordering: .relaxed), seconds, Double(requests) / seconds, connections, streams, inFlight))
+if holdSeconds > 0 { sleep(UInt32(holdSeconds)) }
+await client.shutdown(deadline: .now + .seconds(5))
+simulator?.stop()

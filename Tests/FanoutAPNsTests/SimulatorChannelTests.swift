@@ -1,0 +1,41 @@
+import APNsModel
+import APNsSimulator
+import Foundation
+import Testing
+@testable import FanoutAPNs
+import FanoutCrypto
+
+@Suite struct SimulatorChannelTests {
+    @Test func createReadListBroadcastDelete() async throws {
+        let harness = try SimulatorHarness(broadcast: true)
+        let channels = try APNsChannelClient(configuration: APNsClientConfiguration(
+            endpoint: .custom(baseURL: harness.simulator.managementURL, caFile: harness.simulator.caCertificatePath),
+            credentials: TestApps.credentials(key: harness.key), connections: 1, tokenCache: harness.cache))
+        let id = try await channels.create(bundleID: TestApps.bundleID, storagePolicy: .noMessageStored)
+        #expect(!id.isEmpty)
+        let channel = try await channels.read(bundleID: TestApps.bundleID, channelID: id)
+        #expect(channel.storagePolicy == .noMessageStored)
+        #expect(try await channels.list(bundleID: TestApps.bundleID).contains(id))
+
+        // Broadcast to it on the push host.
+        let pushes = try harness.client()
+        let broadcast = try APNsRequest.broadcast(channelID: id, bundleID: TestApps.bundleID,
+                                                  payload: TestApps.updatePayload(), priority: .immediate, expiration: 0)
+        let sent = await pushes.send(broadcast)
+        #expect(sent.outcome == .delivered, "\(sent)")
+
+        try await channels.delete(bundleID: TestApps.bundleID, channelID: id)
+        #expect(try await !channels.list(bundleID: TestApps.bundleID).contains(id))
+        do {
+            _ = try await channels.read(bundleID: TestApps.bundleID, channelID: id)
+            Issue.record("read of a deleted channel succeeded")
+        } catch let APNsChannelError.rejected(result) {
+            #expect(result.status == 400 || result.status == 404)
+        }
+        // Broadcast to the deleted channel: the channel is gone.
+        let afterDelete = await pushes.send(broadcast)
+        guard case .tokenGone = afterDelete.outcome else { Issue.record("expected tokenGone, got \(afterDelete)"); return }
+        await pushes.shutdown(deadline: .now + .seconds(5))
+        await channels.shutdown(deadline: .now + .seconds(5))
+    }
+}
