@@ -16,6 +16,8 @@ final class IntakeService: Sendable {
         var owned: Set<TopicPartition> = []
         /// Activity partitions waiting for their token partition to catch up.
         var gated: Set<TopicPartition> = []
+        /// Activity partitions whose tokens caught up, to resume on the intake thread.
+        var released: Set<TopicPartition> = []
         /// Partitions paused by backpressure.
         var pressured: Set<TopicPartition> = []
         /// Commit points not yet committed (a failed commit is retried with the next).
@@ -26,10 +28,13 @@ final class IntakeService: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// Lets the consumer's rebalance handler and the token follower reach the service that owns them.
+    /// Lets the consumer's rebalance handler and the token follower reach the service that owns
+    /// them without a reference cycle (a worker that is never started is freed with its clients).
     private final class Relay: Sendable {
-        let service = Mutex<IntakeService?>(nil)
-        func get() -> IntakeService? { service.withLock { $0 } }
+        private struct Weak: Sendable { weak var service: IntakeService? }
+        private let box = Mutex(Weak())
+        func set(_ service: IntakeService?) { box.withLock { $0.service = service } }
+        func get() -> IntakeService? { box.withLock { $0.service } }
     }
 
     let consumer: KafkaConsumer
@@ -57,7 +62,7 @@ final class IntakeService: Sendable {
         self.relay = relay
         gate = BackpressureGate(settings.configuration.backpressure)
         commitInterval = settings.configuration.kafka.commitInterval
-        relay.service.withLock { $0 = self }
+        relay.set(self)
     }
 
     func start() throws {
@@ -102,7 +107,7 @@ final class IntakeService: Sendable {
     }
 
     private func finish() {
-        relay.service.withLock { $0 = nil }
+        relay.set(nil)
         tokens.stop()
         let waiters = state.withLock { state in
             state.finished = true
@@ -142,6 +147,7 @@ final class IntakeService: Sendable {
                 let owned = state.withLock { $0.owned }
                 core.ingest(batch.messages.filter { owned.contains($0.topicPartition) })
             }
+            resumeReleased()
             applyBackpressure()
             if ContinuousClock.now - lastCommit >= commitInterval {
                 commit()
@@ -260,6 +266,7 @@ final class IntakeService: Sendable {
             for partition in partitions {
                 state.owned.remove(partition)
                 state.gated.remove(partition)
+                state.released.remove(partition)
                 state.pressured.remove(partition)
                 carried[partition] = state.uncommitted.removeValue(forKey: partition)
             }
@@ -292,6 +299,7 @@ final class IntakeService: Sendable {
             for partition in partitions {
                 state.owned.remove(partition)
                 state.gated.remove(partition)
+                state.released.remove(partition)
                 state.pressured.remove(partition)
                 state.uncommitted[partition] = nil
             }
@@ -302,16 +310,30 @@ final class IntakeService: Sendable {
                          ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])
     }
 
+    /// From the token follower's thread: only records the release; the intake thread resumes the
+    /// partition, so every pause and resume happens on one thread.
     private func tokensCaughtUp(_ partition: Int32) {
         let tp = TopicPartition(topics.activityUpdates, partition)
-        let release = state.withLock { state -> Bool in
-            guard state.gated.remove(tp) != nil, state.owned.contains(tp) else { return false }
-            return !state.pressured.contains(tp)
+        state.withLock { state in
+            guard state.owned.contains(tp), state.gated.contains(tp) else { return }
+            state.released.insert(tp)
         }
-        guard release else { return }
-        do { try consumer.resume([tp]) } catch {
-            core.log.warning("could not resume a partition after its tokens were read", ["partition": .string(tp.description), "error": .string("\(error)")])
+    }
+
+    /// Resumes partitions whose tokens caught up (unless backpressure holds them).
+    private func resumeReleased() {
+        let resume: [TopicPartition] = state.withLock { state in
+            defer { state.released.removeAll() }
+            var resume: [TopicPartition] = []
+            for partition in state.released where state.gated.remove(partition) != nil && state.owned.contains(partition) {
+                if !state.pressured.contains(partition) { resume.append(partition) }
+            }
+            return resume
         }
-        core.log.info("tokens read up to the high watermark; events flow", ["partition": .string(tp.description)])
+        guard !resume.isEmpty else { return }
+        do { try consumer.resume(resume) } catch {
+            core.log.warning("could not resume partitions after their tokens were read", ["error": .string("\(error)")])
+        }
+        core.log.info("tokens read up to the high watermark; events flow", ["partitions": .string(resume.sorted().map(\.description).joined(separator: ","))])
     }
 }
