@@ -12,6 +12,7 @@ public enum Fanout {
         APNsSimCommand.self,
         RunCommand.self,
         BenchCommand.self,
+        ChannelsCommand.self,
     ]
 
     public static func main(_ argv: [String] = CommandLine.arguments) async -> Int32 {

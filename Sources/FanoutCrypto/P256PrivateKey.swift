@@ -42,7 +42,8 @@ public final class P256PrivateKey: @unchecked Sendable {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             let reason = (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
-            throw P256KeyError.unreadableFile(path: path, reason: reason)
+            let trimmed = reason.hasSuffix(".") ? String(reason.dropLast()) : reason
+            throw P256KeyError.unreadableFile(path: path, reason: trimmed)
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw P256KeyError.notPEM(detail: "'\(path)' is not text")

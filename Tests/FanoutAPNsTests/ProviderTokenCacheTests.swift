@@ -1,0 +1,134 @@
+import APNsModel
+import Foundation
+import Testing
+@testable import FanoutAPNs
+import FanoutCrypto
+
+/// The one-JWT-per-key rules, with an injected clock (no sleeping).
+@Suite struct ProviderTokenCacheTests {
+    let key: P256PrivateKey
+    let credentials: APNsCredentials
+    let clock = FakeUnixClock()
+
+    init() throws {
+        key = try P256PrivateKey.generate()
+        credentials = APNsCredentials(teamID: "TEAM123456", keyID: "KEY1234567", key: key)
+    }
+
+    @Test func tokenIsAValidES256JWTWithTheRightClaims() throws {
+        let cache = ProviderTokenCache(now: { [clock] in clock.now })
+        let token = try cache.token(for: credentials)
+        let parts = token.jwt.split(separator: ".").map(String.init)
+        #expect(parts.count == 3)
+        let header = try JSONSerialization.jsonObject(with: Data(Base64URL.decode(parts[0])!)) as! [String: Any]
+        let claims = try JSONSerialization.jsonObject(with: Data(Base64URL.decode(parts[1])!)) as! [String: Any]
+        #expect(header["alg"] as? String == "ES256")
+        #expect(header["kid"] as? String == "KEY1234567")
+        #expect(claims["iss"] as? String == "TEAM123456")
+        #expect((claims["iat"] as? NSNumber)?.int64Value == clock.now)
+        let signature = Base64URL.decode(parts[2])!
+        #expect(signature.count == 64)
+        #expect(try key.publicKey().verify(signature: signature, message: parts[0] + "." + parts[1]))
+        #expect(token.authorizationHeader == "authorization: bearer " + token.jwt)
+    }
+
+    @Test func oneTokenPerKeyUntilTheScheduledRefresh() throws {
+        let cache = ProviderTokenCache(refreshInterval: .seconds(50 * 60), now: { [clock] in clock.now })
+        let first = try cache.token(for: credentials)
+        clock.advance(49 * 60)
+        #expect(try cache.token(for: credentials) == first)
+        clock.advance(60)
+        let second = try cache.token(for: credentials)
+        #expect(second.generation == first.generation + 1)
+        #expect(cache.mintCount == 2)
+        // A second key gets its own token.
+        let other = APNsCredentials(teamID: "TEAM123456", keyID: "KEY7654321", key: try P256PrivateKey.generate())
+        #expect(try cache.token(for: other).jwt != second.jwt)
+    }
+
+    @Test func refreshIntervalIsClampedToAppleRange() {
+        #expect(ProviderTokenCache(refreshInterval: .seconds(60)).refreshInterval == 20 * 60)
+        #expect(ProviderTokenCache(refreshInterval: .seconds(5 * 3600)).refreshInterval == 60 * 60)
+        #expect(ProviderTokenCache().refreshInterval == 50 * 60)
+    }
+
+    @Test func expiredRejectionRefreshesImmediatelyButNotTwiceIn20Minutes() throws {
+        let cache = ProviderTokenCache(now: { [clock] in clock.now })
+        let first = try cache.token(for: credentials)
+        // Young token rejected as expired (clock skew): keeping it avoids TooManyProviderTokenUpdates.
+        clock.advance(5 * 60)
+        #expect(try cache.tokenRejectedAsExpired(first.generation, for: credentials) == first)
+        // 25 minutes old: re-minted at once, even though the schedule says 50.
+        clock.advance(20 * 60)
+        let second = try cache.tokenRejectedAsExpired(first.generation, for: credentials)
+        #expect(second.generation == first.generation + 1)
+        // Every other connection that still had the old token reports it too: no further mint.
+        for _ in 0..<10 { #expect(try cache.tokenRejectedAsExpired(first.generation, for: credentials) == second) }
+        #expect(cache.mintCount == 2)
+    }
+
+    @Test func concurrentUsersShareOneToken() async throws {
+        let cache = ProviderTokenCache(now: { [clock] in clock.now })
+        let credentials = self.credentials
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<32 { group.addTask { try cache.token(for: credentials).jwt } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(tokens.count == 1)
+        #expect(cache.mintCount == 1)
+    }
+}
+
+@Suite struct ConnectionGateTests {
+    let start = ContinuousClock.now
+
+    func gate() -> ConnectionGate {
+        ConnectionGate(streamCap: 100, idleReprobe: .seconds(60), backoffMinimum: .milliseconds(100),
+                       backoffMaximum: .seconds(30), now: start)
+    }
+
+    @Test func freshConnectionCarriesOneRequestUntilAuthenticated() {
+        var gate = gate()
+        #expect(gate.capacity(inFlight: 0, now: start) == 1)
+        let epoch = gate.dispatched(now: start)
+        #expect(gate.capacity(inFlight: 1, now: start) == 1)
+        gate.completed(.response(authenticated: false), epoch: epoch, now: start, jitter: 0.5)
+        #expect(gate.capacity(inFlight: 0, now: start) == 1, "a rejected token keeps the single-stream limit")
+        let again = gate.dispatched(now: start)
+        gate.completed(.response(authenticated: true), epoch: again, now: start, jitter: 0.5)
+        #expect(gate.capacity(inFlight: 0, now: start) == 100)
+    }
+
+    @Test func failureBacksOffOnceForAllStreamsOfTheDeadConnection() {
+        var gate = gate()
+        let epoch = gate.dispatched(now: start)
+        gate.completed(.response(authenticated: true), epoch: epoch, now: start, jitter: 1)
+        let open = (0..<50).map { _ in gate.dispatched(now: start) }
+        gate.completed(.transportFailure, epoch: open[0], now: start, jitter: 1)
+        #expect(gate.capacity(inFlight: 49, now: start) == 0)
+        #expect(gate.backoffDeadline == start + .milliseconds(100))
+        for sent in open.dropFirst() { gate.completed(.transportFailure, epoch: sent, now: start, jitter: 1) }
+        #expect(gate.consecutiveFailures == 1, "stragglers of the dead connection are not new failures")
+        // After the backoff the connection is fresh: one probe, then open.
+        let later = start + .milliseconds(101)
+        #expect(gate.capacity(inFlight: 0, now: later) == 1)
+        let probe = gate.dispatched(now: later)
+        gate.completed(.transportFailure, epoch: probe, now: later, jitter: 1)
+        #expect(gate.backoffDeadline == later + .milliseconds(200), "exponential")
+    }
+
+    @Test func backoffIsCapped() {
+        let gate = gate()
+        #expect(gate.backoffCeiling(afterFailures: 0) == .milliseconds(100))
+        #expect(gate.backoffCeiling(afterFailures: 3) == .milliseconds(800))
+        #expect(gate.backoffCeiling(afterFailures: 40) == .seconds(30))
+    }
+
+    @Test func idleConnectionIsReprobed() {
+        var gate = gate()
+        let epoch = gate.dispatched(now: start)
+        gate.completed(.response(authenticated: true), epoch: epoch, now: start, jitter: 0)
+        #expect(gate.capacity(inFlight: 0, now: start + .seconds(30)) == 100)
+        #expect(gate.capacity(inFlight: 0, now: start + .seconds(61)) == 1)
+    }
+}
