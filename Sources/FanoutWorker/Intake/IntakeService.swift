@@ -54,7 +54,8 @@ final class IntakeService: Sendable {
             assigned: { relay.get()?.assigned($0) },
             revoking: { relay.get()?.revoking($0) ?? [:] },
             lost: { relay.get()?.lost($0) })
-        consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler)
+        consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler,
+                                     log: KafkaLogBridge.handler(core.log))
         tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition in
             relay.get()?.tokensCaughtUp(partition)
         }

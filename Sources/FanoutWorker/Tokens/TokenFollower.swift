@@ -29,7 +29,7 @@ final class TokenFollower: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init(configuration: KafkaConfiguration, topic: String, core: WorkerCore, caughtUp: @escaping @Sendable (Int32) -> Void) throws {
-        reader = try KafkaPartitionReader(configuration: configuration)
+        reader = try KafkaPartitionReader(configuration: configuration, log: KafkaLogBridge.handler(core.log))
         self.topic = topic
         self.core = core
         self.caughtUp = caughtUp

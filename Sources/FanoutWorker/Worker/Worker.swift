@@ -54,9 +54,9 @@ public final class Worker: Sendable {
         }
         let producer: KafkaProducer
         do {
-            producer = try KafkaProducer(configuration: settings.kafka) { error in
+            producer = try KafkaProducer(configuration: settings.kafka, onError: { error in
                 log.warning("Kafka producer error", ["error": .string(error.description)])
-            }
+            }, log: KafkaLogBridge.handler(log))
         } catch {
             throw WorkerError.kafka(error, while: "creating the producer")
         }
