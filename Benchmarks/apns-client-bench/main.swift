@@ -48,7 +48,8 @@ let client = try APNsClient(configuration: APNsClientConfiguration(
     endpoint: .custom(baseURL: baseURL, caFile: caFile.isEmpty ? nil : caFile),
     credentials: [bundleID: APNsCredentials(teamID: "TEAM123456", keyID: "KEY1234567", key: key)],
     connections: connections, maxConcurrentStreamsPerConnection: streams, maxInFlight: inFlight,
-    maxQueued: requests, requestTimeout: .seconds(60), tokenCache: ProviderTokenCache()))
+    maxQueued: requests, requestTimeout: .seconds(60),
+    reconnectBackoff: (.milliseconds(Int64(option("backoff-ms") ?? "") ?? 100), .seconds(30)), tokenCache: ProviderTokenCache()))
 
 let payload = Array(#"{"aps":{"event":"update","timestamp":1700000000,"content-state":{"progress":0.5}}}"#.utf8)
 let request = try APNsRequest.liveActivity(deviceToken: token, bundleID: bundleID, payload: payload, priority: .conserve)
@@ -58,6 +59,19 @@ for _ in 0..<(connections * 4) { _ = await client.send(request) }
 let acked = Atomic<Int>(0)
 let failed = Atomic<Int>(0)
 let start = ContinuousClock.now
+if option("timeline") != nil {
+    let sampler = Thread {
+        var last = 0
+        while acked.load(ordering: .relaxed) < requests {
+            usleep(250_000)
+            let now = acked.load(ordering: .relaxed)
+            let stats = client.stats
+            log("t=\(ContinuousClock.now - start) acked+\(now - last) inFlight=\(stats.inFlight) queued=\(stats.queued) conns=\(stats.connections)")
+            last = now
+        }
+    }
+    sampler.start()
+}
 await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
     let completion: @Sendable (APNsResult) -> Void = { result in
         if result.outcome != .delivered {

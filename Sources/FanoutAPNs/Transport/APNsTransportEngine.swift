@@ -62,10 +62,13 @@ final class APNsTransportEngine: @unchecked Sendable {
             for connection in connections where connection.inFlight > 0 {
                 connection.perform(into: &done)
             }
-            if !done.isEmpty { completeFinished() }
+            let completedSome = !done.isEmpty
+            if completedSome { completeFinished() }
             if closed && inFlight == 0 && queue.count == 0 { break }
             publishCounters()
-            if spare && queue.count > 0 { continue }
+            // Completions freed capacity: dispatch again before sleeping, or queued work would wait
+            // for the poll timeout.
+            if completedSome || (spare && queue.count > 0) { continue }
             sleep(now: now, deadline: deadline, canTakeMore: spare)
         }
         publishCounters()
@@ -162,6 +165,7 @@ final class APNsTransportEngine: @unchecked Sendable {
             connection.gate.completed(event,
                                       epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
             counters.completed.add(1, ordering: .relaxed)
+            counters.inFlight.store(inFlight, ordering: .relaxed)   // exact when the completion runs
             completion?(response)
         }
         done.removeAll(keepingCapacity: true)
