@@ -1,7 +1,7 @@
 /* The ceiling of libcurl itself: one thread driving curl multi the way APNsClient does
  * (HTTP/2 over TLS, one connection per multi, N streams, reused easy handles, POST of a small
  * JSON body with APNs-like headers). Build: cc -O2 -o curl-ceiling curl-ceiling.c -lcurl
- * Usage: curl-ceiling URL CAFILE REQUESTS STREAMS */
+ * Usage: curl-ceiling URL CAFILE REQUESTS STREAMS [AUTHORIZATION-HEADER-LINE] */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
     curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
     curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
     struct curl_slist *headers = NULL;
-    headers = curl_slist_append(headers, "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.x.y");
+    headers = curl_slist_append(headers, argc > 5 ? argv[5] : "authorization: bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IktFWTEyMzQ1NjcifQ.x.y");
     headers = curl_slist_append(headers, "apns-push-type: liveactivity");
     headers = curl_slist_append(headers, "apns-topic: com.example.bench.push-type.liveactivity");
     headers = curl_slist_append(headers, "apns-priority: 5");

@@ -89,6 +89,45 @@ let elapsed = ContinuousClock.now - start
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 print(String(format: "apns-client: %d requests, %d not delivered, %.2f s, %.0f acked sends/s (connections=%d streams=%d in-flight=%d)",
              requests, failed.load(ordering: .relaxed), seconds, Double(requests) / seconds, connections, streams, inFlight))
+let clientRate = Double(requests) / seconds
+
+// --compare CURL_CEILING_BINARY: run libcurl's ceiling and h2load against the same server, same
+// request shape and a valid JWT, and print ratios.
+if let ceiling = option("compare") {
+    let jwt = try APNsJWT.make(teamID: "TEAM123456", keyID: "KEY1234567", issuedAt: Int64(Date().timeIntervalSince1970), key: key)
+    let url = baseURL + "/3/device/" + token
+    func run(_ path: String, _ args: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = args
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+    func rate(_ text: String, after marker: String) -> Double? {
+        guard let range = text.range(of: marker) else { return nil }
+        return Double(text[..<range.lowerBound].split(separator: " ").last.map(String.init)?.replacingOccurrences(of: ",", with: "") ?? "")
+    }
+    let curlOut = try run(ceiling, [url, caFile, String(requests), String(streams), "authorization: bearer " + jwt])
+    print(curlOut.trimmingCharacters(in: .whitespacesAndNewlines))
+    let bodyFile = NSTemporaryDirectory() + "apns-bench-body.json"
+    try Data(payload).write(to: URL(fileURLWithPath: bodyFile))
+    let h2Out = try run("/usr/bin/h2load", ["-n", String(requests), "-c", String(connections), "-m", String(streams), "-d", bodyFile,
+                                           "-H", "authorization: bearer " + jwt, "-H", "apns-push-type: liveactivity",
+                                           "-H", "apns-topic: \(bundleID).push-type.liveactivity", "-H", "apns-priority: 5",
+                                           url])
+    let h2Line = h2Out.split(separator: "\n").first { $0.contains("finished in") }.map(String.init) ?? "h2load: no result"
+    let h2Status = h2Out.split(separator: "\n").first { $0.contains("status codes") }.map(String.init) ?? ""
+    print("h2load: " + h2Line.trimmingCharacters(in: .whitespaces) + " | " + h2Status.trimmingCharacters(in: .whitespaces))
+    let curlRate = rate(curlOut, after: " requests/s")
+    let h2Rate = rate(h2Line, after: " req/s")
+    if let curlRate { print(String(format: "ratio client / libcurl ceiling: %.2f", clientRate / curlRate)) }
+    if let h2Rate { print(String(format: "ratio client / h2load: %.3f   libcurl / h2load: %.3f", clientRate / h2Rate, (curlRate ?? 0) / h2Rate)) }
+}
 if holdSeconds > 0 { sleep(UInt32(holdSeconds)) }
 await client.shutdown(deadline: .now + .seconds(5))
 simulator?.stop()
