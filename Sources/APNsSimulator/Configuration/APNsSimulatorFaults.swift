@@ -18,12 +18,32 @@ public struct APNsSimulatorFaults: Sendable, Equatable, Codable {
     /// An outage window in UNIX seconds (half-open): every request inside it is 503 ServiceUnavailable.
     public var outageStart: Double?
     public var outageEnd: Double?
+    /// Which pushes the faults above apply to; the others are answered as if no fault were set.
+    /// Lets a test break one lane (device pushes or broadcasts) and watch the other.
+    public var scope: Scope = .all
+
+    public enum Scope: String, Sendable, Equatable, Codable, CaseIterable {
+        /// Every push (the default).
+        case all
+        /// Only device-token pushes (`/3/device/…`).
+        case devicePushes = "device"
+        /// Only broadcasts (`/4/broadcasts/…`).
+        case broadcasts = "broadcast"
+
+        public func applies(toBroadcast isBroadcast: Bool) -> Bool {
+            switch self {
+            case .all: true
+            case .devicePushes: !isBroadcast
+            case .broadcasts: isBroadcast
+            }
+        }
+    }
 
     public init(
         internalServerErrorRate: Double = 0, serviceUnavailableRate: Double = 0, tooManyRequestsRate: Double = 0,
         connectionResetRate: Double = 0, latencyMillis: Int = 0, latencyJitterMillis: Int = 0,
         goAwayAfterRequests: Int? = nil, goAwayReason: String = "Shutdown",
-        outageStart: Double? = nil, outageEnd: Double? = nil
+        outageStart: Double? = nil, outageEnd: Double? = nil, scope: Scope = .all
     ) {
         self.internalServerErrorRate = internalServerErrorRate
         self.serviceUnavailableRate = serviceUnavailableRate
@@ -35,6 +55,7 @@ public struct APNsSimulatorFaults: Sendable, Equatable, Codable {
         self.goAwayReason = goAwayReason
         self.outageStart = outageStart
         self.outageEnd = outageEnd
+        self.scope = scope
     }
 
     /// Why a fault set cannot be applied; nil when it is valid.
@@ -70,10 +91,11 @@ public struct APNsSimulatorFaults: Sendable, Equatable, Codable {
         goAwayReason = try container.decodeIfPresent(String.self, forKey: .goAwayReason) ?? "Shutdown"
         outageStart = try container.decodeIfPresent(Double.self, forKey: .outageStart)
         outageEnd = try container.decodeIfPresent(Double.self, forKey: .outageEnd)
+        scope = try container.decodeIfPresent(Scope.self, forKey: .scope) ?? .all
     }
 
     private enum CodingKeys: String, CodingKey {
         case internalServerErrorRate, serviceUnavailableRate, tooManyRequestsRate, connectionResetRate
-        case latencyMillis, latencyJitterMillis, goAwayAfterRequests, goAwayReason, outageStart, outageEnd
+        case latencyMillis, latencyJitterMillis, goAwayAfterRequests, goAwayReason, outageStart, outageEnd, scope
     }
 }

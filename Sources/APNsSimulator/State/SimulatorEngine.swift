@@ -74,7 +74,7 @@ final class SimulatorEngine: Sendable {
 
         var plan = state.withLock { state -> ResponsePlan in
             state.requests += 1
-            let faults = state.planFaults(now: now)
+            let faults = state.planFaults(now: now, isBroadcast: isBroadcast)
             var plan: ResponsePlan
             switch faults.action {
             case .reset:

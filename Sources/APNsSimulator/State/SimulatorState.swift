@@ -53,8 +53,9 @@ struct SimulatorState {
     }
 
     /// Draws this request's fate from the fault settings: outage first, then one uniform draw split
-    /// between 500, 503, 429 and reset, then the latency.
-    mutating func planFaults(now: Double) -> FaultPlan {
+    /// between 500, 503, 429 and reset, then the latency. A push outside `faults.scope` gets no fault.
+    mutating func planFaults(now: Double, isBroadcast: Bool) -> FaultPlan {
+        guard faults.scope.applies(toBroadcast: isBroadcast) else { return FaultPlan(goAwayAfterRequests: nil, goAwayReason: faults.goAwayReason) }
         var plan = FaultPlan(goAwayAfterRequests: faults.goAwayAfterRequests, goAwayReason: faults.goAwayReason)
         if let start = faults.outageStart, let end = faults.outageEnd, now >= start, now < end {
             plan.action = .refuse(.serviceUnavailable)
