@@ -239,15 +239,13 @@ struct DemoTokens: Sendable {
 
     static func random() -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            return String(byte, radix: 16).leftPadded(to: 2)
-        }.joined()
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int, with pad: Character = "0") -> String {
-        count >= width ? self : String(repeating: pad, count: width - count) + self
+        let digits = Array("0123456789abcdef")
+        var text = ""
+        for _ in 0..<32 {
+            let byte = Int(UInt8.random(in: 0...255, using: &generator))
+            text.append(digits[byte >> 4])
+            text.append(digits[byte & 0xF])
+        }
+        return text
     }
 }
