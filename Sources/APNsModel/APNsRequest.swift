@@ -104,6 +104,8 @@ public enum APNsRequestError: Error, Sendable, Hashable, CustomStringConvertible
     case priorityNotAllowed(Int)
     case emptyPayload
     case payloadTooLarge(size: Int, limit: Int)
+    /// Broadcasts can update or end activities, not start them (APNS.md §6).
+    case startOverBroadcast
 
     public var description: String {
         switch self {
@@ -115,6 +117,7 @@ public enum APNsRequestError: Error, Sendable, Hashable, CustomStringConvertible
         case .priorityNotAllowed(let value): "apns-priority \(value) is not allowed on device pushes (use 5 or 10)"
         case .emptyPayload: "payload is empty"
         case .payloadTooLarge(let size, let limit): "payload is \(size) bytes, over the APNs limit of \(limit)"
+        case .startOverBroadcast: "a broadcast cannot start a Live Activity (use update or end)"
         }
     }
 }

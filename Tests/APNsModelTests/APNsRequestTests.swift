@@ -66,3 +66,20 @@ import APNsModel
         }
     }
 }
+
+@Suite struct APNsRequestPayloadTests {
+    @Test func typedPayloadIsEncodedAndSizeChecked() throws {
+        let payload = LiveActivityPayload(event: .update, timestamp: 1_700_000_000, contentState: Array(#"{"p":1}"#.utf8))
+        let request = try APNsRequest.liveActivity(deviceToken: "abcd", bundleID: "com.example.app", payload: payload,
+                                                   priority: .conserve)
+        #expect(request.payload == payload.encoded())
+        let huge = LiveActivityPayload(event: .update, timestamp: 1, contentState: Array(("{\"s\":\"" + String(repeating: "x", count: 5000) + "\"}").utf8))
+        #expect(throws: APNsRequestError.payloadTooLarge(size: huge.encoded().count, limit: 4096)) {
+            try APNsRequest.liveActivity(deviceToken: "abcd", bundleID: "com.example.app", payload: huge, priority: .conserve)
+        }
+        let start = LiveActivityPayload(event: .start, timestamp: 1, contentState: Array("{}".utf8))
+        #expect(throws: APNsRequestError.startOverBroadcast) {
+            try APNsRequest.broadcast(channelID: "YWJj", bundleID: "com.example.app", payload: start, priority: .conserve, expiration: 0)
+        }
+    }
+}
