@@ -29,22 +29,24 @@ struct PendingUpdate: Sendable {
 
     /// Folds `newer` (a later state of the same target) into `self`.
     mutating func absorb(_ newer: PendingUpdate) -> Merge {
-        absorb(newer.event, summary: newer.summary, offsets: newer.offsets,
+        offsets.append(contentsOf: newer.offsets)
+        return absorb(newer.event, summary: newer.summary, offset: nil,
                forcedMajor: newer.forcedMajor, explicitMinor: newer.explicitMinor)
     }
 
     /// Folds one newer event into `self`, in place (the hot path: no copy of the pending state).
     mutating func absorb(_ newer: ActivityEvent, summary newerSummary: ContentSummary, offset: Int64) -> Merge {
-        absorb(newer, summary: newerSummary, offsets: CollectionOfOne(offset),
+        absorb(newer, summary: newerSummary, offset: offset,
                forcedMajor: newer.kind != .update || newer.alert != nil || newer.importance == .major,
                explicitMinor: newer.importance == .minor && newer.kind == .update && newer.alert == nil)
     }
 
-    private mutating func absorb<Offsets: Collection<Int64>>(
-        _ newer: ActivityEvent, summary newerSummary: ContentSummary, offsets newerOffsets: Offsets,
+    /// `offset`: the newer event's own offset (nil when the caller appended the newer offsets already).
+    private mutating func absorb(
+        _ newer: ActivityEvent, summary newerSummary: ContentSummary, offset: Int64?,
         forcedMajor newerForcedMajor: Bool, explicitMinor newerExplicitMinor: Bool
     ) -> Merge {
-        offsets.append(contentsOf: newerOffsets)
+        if let offset { offsets.append(offset) }
         if event.kind == .start && newer.kind == .end { return .cancelled }
         let keptAlert = event.alert
         if event.kind == .start && newer.kind == .update {

@@ -72,12 +72,6 @@ enum BudgetClass: UInt8, Sendable {
     case activity, frequentUpdates, broadcast
 }
 
-/// Dictionary key of a target: lane plus activity key / channel id.
-struct TargetKey: Hashable, Sendable {
-    var lane: Lane
-    var id: String
-}
-
 /// A send the engine handed out and has not heard back about.
 struct InFlightSend: Sendable {
     var slot: Int32

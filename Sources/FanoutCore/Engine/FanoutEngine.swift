@@ -20,7 +20,7 @@ public struct FanoutEngine: Sendable {
 
     var targets: [TargetState] = []
     var freeSlots: [Int32] = []
-    var slotByKey: [TargetKey: Int32] = [:]
+    var slotByKey = TargetTable()
     var pending = PendingStore()
     var inFlight: [UInt64: InFlightSend] = [:]
     var partitions: [PartitionState?] = []
@@ -61,7 +61,9 @@ public struct FanoutEngine: Sendable {
         guard partitions[Int(partitionSlot)]!.tracker.receive(source.offset) else { return }
         totalIncomplete += 1
         if partitions[Int(partitionSlot)]!.lane == nil { partitions[Int(partitionSlot)]!.lane = event.lane }
-        let digest = DedupeWindow.digest(target: event.target, id: event.id)
+        // The target's bytes are hashed once: the dedupe digest and the target lookup share it.
+        let targetHash = TargetHash(lane: event.lane, id: event.target)
+        let digest = DedupeWindow.digest(targetFNV: targetHash.fnv, id: event.id)
         guard partitions[Int(partitionSlot)]!.dedupe.insert(digest) else {
             return drop(source.offset, partitionSlot: partitionSlot, reason: .duplicateID, into: &actions)
         }
@@ -77,7 +79,7 @@ public struct FanoutEngine: Sendable {
             return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .startWithoutToken,
                               detail: "start needs the push-to-start token in `token`", target: event.target, app: app, into: &actions)
         }
-        let slot = targetSlot(lane: event.lane, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
+        let slot = targetSlot(targetHash, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
         let index = Int(slot)
         if targets[index].partitionSlot != partitionSlot {
             // Same key, other partition (repartitioned topic, or a key on two topics of one lane). Offsets
@@ -146,7 +148,7 @@ public struct FanoutEngine: Sendable {
     public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
         guard tokens.register(key: key, token: token, environment: environment, at: at, partition: partition) else { return }
-        if let slot = slotByKey[TargetKey(lane: .activity, id: key)] { evaluate(slot, now: now, into: &actions) }
+        if let slot = slot(of: TargetHash(lane: .activity, id: key), id: key) { evaluate(slot, now: now, into: &actions) }
     }
 
     /// A tombstone on activity-tokens.

@@ -34,7 +34,7 @@ public struct TargetSnapshot: Sendable, Hashable {
 extension FanoutEngine {
     /// A snapshot of one target, or nil when it is not tracked.
     public func snapshot(lane: Lane, target key: String, now: Nanoseconds) -> TargetSnapshot? {
-        guard let slot = slotByKey[TargetKey(lane: lane, id: key)] else { return nil }
+        guard let slot = slot(of: TargetHash(lane: lane, id: key), id: key) else { return nil }
         let target = targets[Int(slot)]
         let update = pending[slot]
         let token = lane == .activity ? tokens.usableToken(for: key, notBefore: target.tokenNotBefore) : nil
