@@ -54,16 +54,23 @@ public struct OffsetTracker: Sendable {
     /// Entries held in memory (incomplete plus not-yet-compacted done ones); for tests and metrics.
     public var storedEntries: Int { entries.count - head }
 
+    /// Branch-free binary search (the comparison becomes a conditional move): completions arrive in
+    /// no particular order, so a branchy search mispredicts about every other step.
     private func find(_ offset: Int64) -> Int? {
-        var low = head, high = entries.count - 1
-        while low <= high {
-            let mid = (low + high) >> 1
-            let stored = entries[mid]
-            let value = stored < 0 ? -stored - 1 : stored
-            if value == offset { return stored < 0 ? nil : mid }
-            if value < offset { low = mid + 1 } else { high = mid - 1 }
+        entries.withUnsafeBufferPointer { buffer in
+            var base = head
+            var length = buffer.count - head
+            guard length > 0 else { return nil }
+            while length > 1 {
+                let half = length >> 1
+                let stored = buffer[base + half]
+                // Done entries hold -(o + 1) == ~o: xor with the sign recovers o for both kinds.
+                base = stored ^ (stored >> 63) <= offset ? base + half : base
+                length -= half
+            }
+            // A done entry is negative, so it never equals a (non-negative) offset.
+            return buffer[base] == offset ? base : nil
         }
-        return nil
     }
 
     private mutating func compactIfWorthwhile() {
