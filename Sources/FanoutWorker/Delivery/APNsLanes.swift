@@ -11,6 +11,10 @@ final class APNsLanes: Sendable {
     private let clients: [ClientKey: APNsClient]
     private let appEnvironments: [String: APNsModel.APNsEnvironment]
     private let custom: Bool
+    /// Channel-management clients per environment, for storage-policy lookups (none without an endpoint).
+    private let management: [APNsModel.APNsEnvironment: APNsChannelClient]
+    /// The broadcast lane's storage policy per channel (configured, else looked up and cached).
+    let channelPolicies: ChannelPolicies
 
     struct ClientKey: Hashable, Sendable {
         var lane: Lane
@@ -35,6 +39,40 @@ final class APNsLanes: Sendable {
             }
         }
         self.clients = clients
+        var management: [APNsModel.APNsEnvironment: APNsChannelClient] = [:]
+        for environment in used {
+            if let configuration = settings.channelManagementConfiguration(environment: environment, credentials: credentials,
+                                                                           tokenCache: tokenCache, options: options) {
+                management[environment] = try APNsChannelClient(configuration: configuration)
+            }
+        }
+        self.management = management
+        let reader: ChannelPolicies.Reader?
+        if management.isEmpty {
+            reader = nil
+        } else {
+            let isCustom = custom
+            reader = { [management, environments] app, channel in
+                let environment: APNsModel.APNsEnvironment = isCustom ? .production : environments[app] ?? .production
+                guard let client = management[environment] else { return nil }
+                return try await Self.readPolicy(client: client, app: app, channel: channel)
+            }
+        }
+        channelPolicies = ChannelPolicies(configured: settings.configuredChannelPolicies, reader: reader, clock: options.clock)
+    }
+
+    /// One read-channel call: the policy, nil when the channel does not exist (or APNs named none).
+    private static func readPolicy(client: APNsChannelClient, app: String, channel: String) async throws -> ChannelPolicies.Policy? {
+        do {
+            let info = try await client.read(bundleID: app, channelID: channel)
+            switch info.storagePolicy {
+            case .noMessageStored?: return .noStorage
+            case .mostRecentMessageStored?: return .mostRecent
+            case nil: return nil
+            }
+        } catch APNsChannelError.rejected(let result) where result.reason == .channelNotRegistered {
+            return nil
+        }
     }
 
     /// The client for a send: the token registration's environment when known, else the app's.
@@ -63,12 +101,17 @@ final class APNsLanes: Sendable {
             for client in clients.values {
                 group.addTask { await client.shutdown(deadline: deadline) }
             }
+            for client in management.values {
+                group.addTask { await client.shutdown(deadline: deadline) }
+            }
         }
     }
 
     /// The APNs request for an engine send. Throws when the request cannot be built (the payload is
-    /// too large, the token is not hex): the engine dead-letters it as rejected.
-    static func request(for send: SendRequest) throws(APNsRequestError) -> APNsRequest {
+    /// too large, the token is not hex): the engine dead-letters it as rejected. A broadcast's
+    /// `apns-expiration` follows the channel's storage policy (`ChannelPolicies.expiration`);
+    /// `now` is UNIX seconds.
+    static func request(for send: SendRequest, channelPolicy: ChannelPolicies.Policy? = nil, now: Int64 = 0) throws(APNsRequestError) -> APNsRequest {
         var payload = send.event.livePayload(defaultStaleAfter: nil)
         payload.staleDate = send.staleDate
         payload.dismissalDate = send.dismissalDate
@@ -80,7 +123,7 @@ final class APNsLanes: Sendable {
                                      expiration: send.expiration > 0 ? send.expiration : nil)
         case .channel(let channel):
             return try .broadcast(channelID: channel, bundleID: send.app, payload: bytes, priority: priority,
-                                  expiration: max(0, send.expiration))
+                                  expiration: ChannelPolicies.expiration(policy: channelPolicy, staleDate: send.staleDate, now: now))
         }
     }
 }

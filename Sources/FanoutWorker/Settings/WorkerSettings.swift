@@ -91,6 +91,38 @@ struct WorkerSettings: Sendable {
             tokenCache: tokenCache)
     }
 
+    /// The channel-management client configuration for one environment, for storage-policy lookups:
+    /// `apns.management_base_url` when set; Apple's management host when pushes go to Apple; nil
+    /// (no lookups) when pushes go to a custom base URL without a management URL. One connection,
+    /// a handful of requests at once: lookups are rare (once per channel, cached).
+    func channelManagementConfiguration(environment: APNsModel.APNsEnvironment, credentials: [String: APNsCredentials],
+                                        tokenCache: ProviderTokenCache, options: WorkerOptions) -> APNsClientConfiguration? {
+        let apns = configuration.apns
+        let endpoint: APNsClientConfiguration.Endpoint
+        if let management = apns.managementBaseURL {
+            endpoint = .custom(baseURL: management, caFile: apns.caFile ?? options.apnsCAFile)
+        } else if usesCustomEndpoint(options: options) {
+            return nil
+        } else {
+            endpoint = .appleChannelManagement(environment)
+        }
+        return APNsClientConfiguration(endpoint: endpoint, credentials: credentials, connections: 1,
+                                       maxConcurrentStreamsPerConnection: ChannelPolicies.defaultMaxConcurrentLookups,
+                                       maxInFlight: ChannelPolicies.defaultMaxConcurrentLookups, maxQueued: 64,
+                                       requestTimeout: apns.requestTimeout, tokenCache: tokenCache)
+    }
+
+    /// Channels whose storage policy the configuration states.
+    var configuredChannelPolicies: [ChannelPolicies.Key: ChannelPolicies.Policy] {
+        var result: [ChannelPolicies.Key: ChannelPolicies.Policy] = [:]
+        for app in configuration.apps {
+            for (channel, storage) in app.broadcastChannels {
+                result[ChannelPolicies.Key(app: app.bundleID, channel: channel)] = storage == .mostRecent ? .mostRecent : .noStorage
+            }
+        }
+        return result
+    }
+
     /// Whether every app's pushes go to one custom base URL (one client per lane suffices).
     func usesCustomEndpoint(options: WorkerOptions) -> Bool {
         configuration.apns.baseURL != nil || options.apnsBaseURL != nil

@@ -63,9 +63,24 @@ extension WorkerCore {
         if closing {
             return complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil)
         }
+        if case .channel(let channel) = send.destination {
+            let resolution = lanes.channelPolicies.resolve(app: send.app, channel: channel) { [self] policy in
+                // The lookup finished (on the management client's side): send now.
+                perform(dispatch(send, channelPolicy: policy))
+            }
+            switch resolution {
+            case .ready(let policy): return dispatch(send, channelPolicy: policy)
+            case .deferred: return []
+            }
+        }
+        return dispatch(send, channelPolicy: nil)
+    }
+
+    /// Builds the request and hands it to the lane's client; returns follow-up actions when that failed synchronously.
+    private func dispatch(_ send: SendRequest, channelPolicy: ChannelPolicies.Policy?) -> [EngineAction] {
         let request: APNsRequest
         do {
-            request = try APNsLanes.request(for: send)
+            request = try APNsLanes.request(for: send, channelPolicy: channelPolicy, now: clock.now() / Nanoseconds.nanosecondsPerSecond)
         } catch {
             return complete(send, outcome: .badPayload(reason: error.description, status: 0), result: nil, started: nil)
         }
@@ -122,7 +137,14 @@ extension WorkerCore {
                                          "completed_ns": .int(now), "outcome": .string(Self.sendResult(outcome).rawValue),
                                          "timestamp": .int(send.event.timestamp), "offsets": .int(send.coveredOffsets.count)])
         }
-        if case .tokenGone(let reason, let status, _) = outcome {
+        if case .tokenGone(let reason, let status, _) = outcome, case .channel(let channel) = send.destination {
+            // The engine dead-letters it as channel-not-registered (counted with the dead letter);
+            // whatever was known about the channel is forgotten.
+            lanes.channelPolicies.forget(app: send.app, channel: channel)
+            metrics.channelNotRegistered.labels(send.app).increment()
+            log.warning("APNs says the broadcast channel is not registered (never created, or deleted): its events are dead-lettered as channel-not-registered",
+                        ["channel": .string(channel), "app": .string(send.app), "status": .int(status), "reason": .string(reason)])
+        } else if case .tokenGone(let reason, let status, _) = outcome {
             metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.tokenGone.rawValue).increment(by: UInt64(send.coveredOffsets.count))
             log.info("APNs says the token is gone", ["key": .string(send.target), "status": .int(status), "reason": .string(reason),
                                                      "token": tokenField(send.destination)])

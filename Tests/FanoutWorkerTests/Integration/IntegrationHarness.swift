@@ -1,4 +1,5 @@
 import APNsSimulator
+import FanoutAPNs
 import FanoutCore
 import FanoutCrypto
 import FanoutKafka
@@ -120,12 +121,24 @@ final class IntegrationHarness: Sendable {
     static let shortRebalance = ["session.timeout.ms": "6000", "max.poll.interval.ms": "7000", "heartbeat.interval.ms": "500"]
 
     func makeWorker(name: String, configuration: FanoutConfiguration? = nil, adminServer: Bool = false,
-                    configProbeInterval: Duration = .seconds(60), maxPollRecords: Int = 1000) throws -> Worker {
+                    configProbeInterval: Duration = .seconds(60), maxPollRecords: Int = 1000,
+                    metrics: FanoutMetrics = FanoutMetrics()) throws -> Worker {
         let logs = logs
         let log = Log(level: .trace, sink: { line in logs.append("{\"worker\":\"\(name)\"," + line.dropFirst()) })
         let options = WorkerOptions(extraKafkaProperties: Self.shortRebalance, adminServer: adminServer, revokeDrainTimeout: .seconds(2),
                                     maxPollRecords: maxPollRecords, produceRetryDelay: .milliseconds(200), randomSeed: 42, configProbeInterval: configProbeInterval)
-        return try Worker(configuration: configuration ?? self.configuration(), log: log, metrics: FanoutMetrics(), options: options)
+        return try Worker(configuration: configuration ?? self.configuration(), log: log, metrics: metrics, options: options)
+    }
+
+    /// Deletes a broadcast channel through the simulator's management API (as `fanout channels delete` does).
+    func deleteChannel(_ channel: String) async throws {
+        let credentials = try APNsCredentials(teamID: self.credentials.teamID, keyID: self.credentials.keyID, keyFile: keyPath)
+        let client = try APNsChannelClient(configuration: APNsClientConfiguration(
+            endpoint: .custom(baseURL: simulator.managementURL, caFile: tls.ca), credentials: [Self.app: credentials],
+            connections: 1, maxConcurrentStreamsPerConnection: 1, maxInFlight: 1, maxQueued: 1, requestTimeout: .seconds(10),
+            tokenCache: ProviderTokenCache(refreshInterval: .seconds(50 * 60))))
+        try await client.delete(bundleID: Self.app, channelID: channel)
+        await client.shutdown(deadline: .now + .seconds(1))
     }
 
     // MARK: Producing
@@ -148,6 +161,11 @@ final class IntegrationHarness: Sendable {
     static func token(_ index: Int) -> String { String(repeating: String(format: "%02x", index % 256), count: 32) }
 
     static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    /// A v1 broadcast-lane event for `channel`.
+    static func broadcastEvent(id: String, channel: String, timestamp: Int64, state: String, kind: String = "update") -> String {
+        "{\"v\":1,\"id\":\"\(id)\",\"channel\":\"\(channel)\",\"event\":\"\(kind)\",\"timestamp\":\(timestamp),\"content_state\":\(state)}"
+    }
 
     /// A v1 activity-lane update (or end) event.
     static func event(id: String, key: String, timestamp: Int64, state: String, kind: String = "update", importance: String? = nil) -> String {

@@ -1,3 +1,4 @@
+import APNsModel
 import Foundation
 
 extension FanoutConfiguration {
@@ -163,9 +164,19 @@ extension FanoutConfiguration {
                 attributes[type] = AttributesSettings(progressFields: fields, staleAfter: stale)
             }
             attributesReader.finish()
+            var channels: [String: ChannelStorage] = [:]
+            let channelsReader = r.child("broadcast_channels")
+            for channel in channelsReader.fieldNames {
+                if !Base64URL.isStandardBase64(channel) {
+                    r.context.issue(channelsReader.key(channel), "\"\(channel)\" is not a base64 channel id (as printed by fanout channels create)",
+                                    channelsReader.source(of: channel))
+                }
+                channels[channel] = channelsReader.choice(channel, default: ChannelStorage.none)
+            }
+            channelsReader.finish()
             r.finish()
             apps.append(App(bundleID: bundle, teamID: team, keyID: keyID, keyPath: keyPath, environment: environment,
-                            frequentUpdates: frequent, attributes: attributes))
+                            frequentUpdates: frequent, attributes: attributes, broadcastChannels: channels))
         }
         return apps
     }

@@ -50,9 +50,14 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var frequentUpdates: Bool
         /// Per attributes type overrides, keyed by the Swift type name (e.g. `ExportAttributes`).
         public var attributes: [String: AttributesSettings]
+        /// Storage policy of broadcast channels known in advance, keyed by channel id. Channels not
+        /// listed are looked up through channel management (cached) when a management endpoint is
+        /// known, else sent with `apns-expiration: 0`.
+        public var broadcastChannels: [String: ChannelStorage]
 
         public init(bundleID: String, teamID: String, keyID: String, keyPath: String, environment: APNsEnvironment = .production,
-                    frequentUpdates: Bool = false, attributes: [String: AttributesSettings] = [:]) {
+                    frequentUpdates: Bool = false, attributes: [String: AttributesSettings] = [:],
+                    broadcastChannels: [String: ChannelStorage] = [:]) {
             self.bundleID = bundleID
             self.teamID = teamID
             self.keyID = keyID
@@ -60,7 +65,16 @@ public struct FanoutConfiguration: Sendable, Equatable {
             self.environment = environment
             self.frequentUpdates = frequentUpdates
             self.attributes = attributes
+            self.broadcastChannels = broadcastChannels
         }
+    }
+
+    /// A broadcast channel's message-storage policy, named as `fanout channels create --storage` names it.
+    public enum ChannelStorage: String, Sendable, Equatable, CaseIterable {
+        /// Policy 0: nothing stored; sends carry `apns-expiration: 0`.
+        case none
+        /// Policy 1: the latest message is stored (up to 8 h); sends carry the stale date as expiration.
+        case mostRecent = "most-recent"
     }
 
     public struct AttributesSettings: Sendable, Equatable {

@@ -46,6 +46,8 @@ public final class FanoutMetrics: Sendable {
     public let appBlocked: GaugeFamily
     /// JWTs minted. Labels: app.
     public let jwtRefreshes: CounterFamily
+    /// Broadcasts APNs answered ChannelNotRegistered (their events are dead-lettered). Labels: app.
+    public let channelNotRegistered: CounterFamily
 
     /// Values of the `decision` label of `eventDecisions`.
     public enum Decision: String, Sendable, CaseIterable {
@@ -100,6 +102,9 @@ public final class FanoutMetrics: Sendable {
                                            help: "APNs configuration errors (key, topic, environment), by app and reason.", labels: ["app", "reason"])
         appBlocked = registry.gauge("fanout_app_blocked", help: "1 while sending for the app is stopped by a configuration error.", labels: ["app"])
         jwtRefreshes = registry.counter("fanout_jwt_refreshes_total", help: "Provider JWTs minted, by app.", labels: ["app"])
+        channelNotRegistered = registry.counter("fanout_broadcast_channel_not_registered_total",
+                                                help: "Broadcasts APNs answered ChannelNotRegistered (never created or deleted channel), by app; their events are dead-lettered.",
+                                                labels: ["app"])
         _ = tokenRegistrySize.labels()  // unlabeled: exported as 0 from the start
     }
 }
