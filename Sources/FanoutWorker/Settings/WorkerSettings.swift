@@ -11,9 +11,23 @@ struct WorkerSettings: Sendable {
     let policy: EventPolicy
     let kafka: KafkaConfiguration
     let appNames: Set<String>
+    /// Per app, per attributes type: `apps[].attributes.<Type>.stale_after` in seconds.
+    let staleAfterOverrides: [String: [String: Int64]]
+    /// Apps with exactly one configured attributes type: that type (update events do not name theirs).
+    let soleAttributesType: [String: String]
 
     init(configuration: FanoutConfiguration, options: WorkerOptions) {
         self.configuration = configuration
+        var overrides: [String: [String: Int64]] = [:]
+        var sole: [String: String] = [:]
+        for app in configuration.apps {
+            for (type, settings) in app.attributes {
+                if let stale = settings.staleAfter { overrides[app.bundleID, default: [:]][type] = Self.seconds(stale) }
+            }
+            if app.attributes.count == 1, let type = app.attributes.keys.first { sole[app.bundleID] = type }
+        }
+        staleAfterOverrides = overrides
+        soleAttributesType = sole
         engine = Self.engineConfiguration(configuration, options: options)
         let apps = Set(configuration.apps.map(\.bundleID))
         appNames = apps
@@ -23,6 +37,17 @@ struct WorkerSettings: Sendable {
         properties["bootstrap.servers"] = configuration.kafka.bootstrapServers
         for (name, value) in options.extraKafkaProperties { properties[name] = value }
         kafka = KafkaConfiguration(properties)
+    }
+
+    /// Applies a per-app, per-attributes-type `stale_after` to an event that has no stale date of its
+    /// own (the engine would use `engine.default_stale_after`). The type is the event's (start), else
+    /// the app's only configured type; with several types an update keeps the default.
+    func applyStaleAfter(to event: inout ActivityEvent) {
+        guard event.staleDate == nil, !staleAfterOverrides.isEmpty, let app = event.app ?? engine.defaultApp,
+              let overrides = staleAfterOverrides[app],
+              let type = event.attributesType ?? soleAttributesType[app], let after = overrides[type] else { return }
+        let (sum, overflow) = event.timestamp.addingReportingOverflow(after)
+        event.staleDate = overflow ? Int64.max : sum
     }
 
     static func nanoseconds(_ duration: Duration) -> Nanoseconds { Nanoseconds(duration) }
@@ -45,6 +70,7 @@ struct WorkerSettings: Sendable {
                                              refillPerHour: Double(c.engine.pushToStart.perHour))
         e.defaultStaleAfterSeconds = seconds(c.engine.defaultStaleAfter)
         e.tokenWait = nanoseconds(c.engine.tokenWait)
+        e.backoffCap = max(nanoseconds(c.engine.backoffCap), e.backoffBase)
         // The configuration's window is per target; the engine keeps one window per partition, so
         // it never gets smaller than the engine's own default.
         e.dedupeWindowPerPartition = max(c.engine.dedupeWindow, e.dedupeWindowPerPartition)

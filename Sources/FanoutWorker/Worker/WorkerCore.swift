@@ -72,7 +72,12 @@ final class WorkerCore: Sendable {
                 continue
             }
             let key = message.key.map { String(decoding: $0, as: UTF8.self) }
-            decoded.append(decoder.decode(value, key: key, lane: lane, now: now / Nanoseconds.nanosecondsPerSecond))
+            var result = decoder.decode(value, key: key, lane: lane, now: now / Nanoseconds.nanosecondsPerSecond)
+            if case .success(var event) = result, event.staleDate == nil, !settings.staleAfterOverrides.isEmpty {
+                settings.applyStaleAfter(to: &event)
+                result = .success(event)
+            }
+            decoded.append(result)
         }
         var actions: [EngineAction] = []
         var rejected: [(KafkaMessage, EventRejection)] = []

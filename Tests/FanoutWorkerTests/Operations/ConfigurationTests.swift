@@ -1,3 +1,4 @@
+import FanoutCore
 import Foundation
 import Testing
 @testable import FanoutWorker
@@ -181,6 +182,56 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         #expect(config.progressFields(app: a, attributesType: "Other") == ["progress"])
         #expect(config.staleAfter(app: a, attributesType: "ExportAttributes") == .seconds(300))
         #expect(config.staleAfter(app: a, attributesType: "RideAttributes") == .seconds(900))
+    }
+}
+
+extension ConfigurationTests {
+    @Test func broadcastChannelPoliciesPerApp() throws {
+        let fixture = try ConfigFixture()
+        let app = #"{"bundle_id": "com.example.a", "team_id": "TEAM123456", "key_id": "ABCDE12345", "key_path": "\#(fixture.keyPath)", "broadcast_channels": {"AAAAAAAAAAAAAAAAAAAAAA==": "most-recent", "AAAAAAAAAAAAAAAAAAAAAQ==": "none"}}"#
+        let config = try FanoutConfiguration.load(path: try fixture.write(#"{"apps": [\#(app)]}"#), environment: [:])
+        #expect(config.apps[0].broadcastChannels == ["AAAAAAAAAAAAAAAAAAAAAA==": .mostRecent, "AAAAAAAAAAAAAAAAAAAAAQ==": .none])
+        let settings = WorkerSettings(configuration: config, options: WorkerOptions())
+        #expect(settings.configuredChannelPolicies == [.init(app: "com.example.a", channel: "AAAAAAAAAAAAAAAAAAAAAA=="): .mostRecent,
+                                                       .init(app: "com.example.a", channel: "AAAAAAAAAAAAAAAAAAAAAQ=="): .noStorage])
+
+        let bad = #"{"bundle_id": "com.example.a", "team_id": "TEAM123456", "key_id": "ABCDE12345", "key_path": "\#(fixture.keyPath)", "broadcast_channels": {"not base64!": "none", "AAAAAAAAAAAAAAAAAAAAAA==": "stored"}}"#
+        let error = try #require(loadError(try fixture.write(#"{"apps": [\#(bad)]}"#)))
+        #expect(error.issues.map(\.key).sorted() == ["apps[0].broadcast_channels.AAAAAAAAAAAAAAAAAAAAAA==", "apps[0].broadcast_channels.not base64!"])
+        #expect(error.description.contains("\"most-recent\""))
+    }
+
+    @Test func perAppStaleAfterIsAppliedToEventsWithoutStaleDate() throws {
+        let fixture = try ConfigFixture()
+        let single = #"{"bundle_id": "com.example.a", "team_id": "TEAM123456", "key_id": "ABCDE12345", "key_path": "\#(fixture.keyPath)", "attributes": {"ExportAttributes": {"stale_after": "5m"}}}"#
+        let multi = #"{"bundle_id": "com.example.b", "team_id": "TEAM123456", "key_id": "ABCDE12345", "key_path": "\#(fixture.keyPath)", "attributes": {"RideAttributes": {"stale_after": "2m"}, "FoodAttributes": {"progress_fields": ["eta"]}}}"#
+        let config = try FanoutConfiguration.load(path: try fixture.write(#"{"apps": [\#(single), \#(multi)]}"#), environment: [:])
+        let settings = WorkerSettings(configuration: config, options: WorkerOptions())
+        func event(app: String, kind: EventKind = .update, type: String? = nil, stale: Int64? = nil) -> ActivityEvent {
+            var event = ActivityEvent(id: "e", app: app, lane: .activity, target: "k", kind: kind, timestamp: 1_800_000_000,
+                                      contentState: RawJSON(bytes: Array("{}".utf8)), staleDate: stale)
+            event.attributesType = type
+            settings.applyStaleAfter(to: &event)
+            return event
+        }
+        // The app's only type applies to its updates; the producer's own stale date wins.
+        #expect(event(app: "com.example.a").staleDate == 1_800_000_300)
+        #expect(event(app: "com.example.a", stale: 1_800_000_050).staleDate == 1_800_000_050)
+        // Several types: a start names its type; an update cannot, so the engine default applies.
+        #expect(event(app: "com.example.b", kind: .start, type: "RideAttributes").staleDate == 1_800_000_120)
+        #expect(event(app: "com.example.b").staleDate == nil)
+        #expect(event(app: "com.example.b", kind: .start, type: "FoodAttributes").staleDate == nil)
+    }
+
+    @Test func backoffCapReachesTheEngine() throws {
+        let fixture = try ConfigFixture()
+        let defaults = try FanoutConfiguration.load(path: try fixture.file(), environment: [:])
+        #expect(defaults.engine.backoffCap == .seconds(300))
+        #expect(WorkerSettings(configuration: defaults, options: WorkerOptions()).engine.backoffCap == EngineConfiguration().backoffCap)
+        let config = try FanoutConfiguration.load(path: try fixture.file(), environment: ["FANOUT_ENGINE__BACKOFF_CAP": "30s"])
+        #expect(WorkerSettings(configuration: config, options: WorkerOptions()).engine.backoffCap == Nanoseconds.seconds(30))
+        let error = try #require(loadError(try fixture.file(#""engine": {"backoff_cap": "0s"}"#)))
+        #expect(error.issues.map(\.key) == ["engine.backoff_cap"])
     }
 }
 
@@ -381,7 +432,7 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         let notFromFile = config.knobs.filter { $0.source == .defaultValue && $0.value != "(none)" }
         #expect(notFromFile.map(\.key) == [])
         // And the example's values are the defaults: the same configuration as an empty file with the same app.
-        let minimal = try fixture.write(#"{"apps": [{"bundle_id": "com.example.exports", "team_id": "TEAM000001", "key_id": "KEY0000001", "key_path": "\#(fixture.keyPath)", "attributes": {"ExportAttributes": {"progress_fields": ["completed", "percent"], "stale_after": "15m"}}}], "engine": {"progress_fields": {"*": ["progress"]}}, "kafka": {"properties": {"client.id": "fanout", "statistics.interval.ms": 0}}}"#)
+        let minimal = try fixture.write(#"{"apps": [{"bundle_id": "com.example.exports", "team_id": "TEAM000001", "key_id": "KEY0000001", "key_path": "\#(fixture.keyPath)", "attributes": {"ExportAttributes": {"progress_fields": ["completed", "percent"], "stale_after": "15m"}}, "broadcast_channels": {"dHVybi1zaWduYWwtbWF0Y2gtMQ==": "none"}}], "engine": {"progress_fields": {"*": ["progress"]}}, "kafka": {"properties": {"client.id": "fanout", "statistics.interval.ms": 0}}}"#)
         var defaults = try FanoutConfiguration.load(path: minimal, environment: [:])
         var example = config
         defaults.knobs = []

@@ -261,12 +261,14 @@ extension FanoutConfiguration {
         progressReader.finish()
         let stale = r.duration("default_stale_after", default: .seconds(15 * 60), range: .seconds(1)...(.seconds(8 * 3600)))
         let tokenWait = r.duration("token_wait", default: .seconds(30), range: .zero...(.seconds(3600)))
+        let backoffCap = r.duration("backoff_cap", default: .seconds(300), range: .seconds(1)...(.seconds(3600)),
+                                    why: " (retries back off exponentially from 500ms up to this, with full jitter)")
         let dedupe = r.int("dedupe_window", default: 64, range: 1...100_000)
         let maxEvent = r.int("max_event_bytes", default: 65_536, range: 1024...(16 * 1024 * 1024), unit: " bytes")
         r.finish()
         return Engine(standard: standard, frequent: frequent, broadcast: broadcast, pushToStart: pushToStart,
                       maxQuiet: maxQuiet, minProgressDelta: delta, progressFields: progress, defaultStaleAfter: stale,
-                      tokenWait: tokenWait, dedupeWindow: dedupe, maxEventBytes: maxEvent)
+                      tokenWait: tokenWait, backoffCap: backoffCap, dedupeWindow: dedupe, maxEventBytes: maxEvent)
     }
 
     private static func readBackpressure(_ r: ConfigReader) -> Backpressure {

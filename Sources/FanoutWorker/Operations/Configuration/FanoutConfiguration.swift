@@ -142,6 +142,9 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var progressFields: [String: [String]]
         public var defaultStaleAfter: Duration
         public var tokenWait: Duration
+        /// Ceiling of a target's retry backoff after 429/5xx/transport failures (exponential from
+        /// 500 ms, full jitter; APNs's retry-after still applies as a floor).
+        public var backoffCap: Duration
         /// Recent event ids remembered per target to drop duplicates.
         public var dedupeWindow: Int
         public var maxEventBytes: Int
