@@ -4,7 +4,7 @@ import APNsModel
 extension FanoutEngine {
     /// The result of send `sendID`. Unknown ids (for example sends of a revoked partition) are ignored.
     public mutating func complete(_ sendID: UInt64, outcome: SendOutcome, now: Nanoseconds, into actions: inout [EngineAction]) {
-        guard let send = inFlight.removeValue(forKey: sendID) else { return }
+        guard let send = inFlight.remove(sendID) else { return }
         totalInFlight -= 1
         if partitions.indices.contains(Int(send.partitionSlot)), partitions[Int(send.partitionSlot)] != nil {
             partitions[Int(send.partitionSlot)]!.inFlight -= 1

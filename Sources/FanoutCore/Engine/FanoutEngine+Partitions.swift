@@ -22,8 +22,8 @@ extension FanoutEngine {
         for index in targets.indices where targets[index].live && slots.contains(targets[index].partitionSlot) {
             freeTarget(Int32(index))
         }
-        for (sendID, send) in inFlight where slots.contains(send.partitionSlot) {
-            inFlight[sendID] = nil
+        for sendID in inFlight.ids(where: { slots.contains($0.partitionSlot) }) {
+            _ = inFlight.remove(sendID)
             totalInFlight -= 1
         }
         resolutions = resolutions.filter { !slots.contains($0.value.partitionSlot) }
@@ -81,9 +81,17 @@ extension FanoutEngine {
         return slot
     }
 
-    mutating func targetSlot(lane: Lane, id: String, app: String, partitionSlot: Int32, now: Nanoseconds) -> Int32 {
-        let key = TargetKey(lane: lane, id: id)
-        if let slot = slotByKey[key] { return slot }
+    /// The slot of the live target with this key, if any.
+    @inline(__always)
+    func slot(of hash: TargetHash, id: String) -> Int32? {
+        slotByKey.find(hash) { slot in
+            targets[Int(slot)].lane == hash.lane && targets[Int(slot)].key == id
+        }
+    }
+
+    mutating func targetSlot(_ hash: TargetHash, id: String, app: String, partitionSlot: Int32, now: Nanoseconds) -> Int32 {
+        if let slot = slot(of: hash, id: id) { return slot }
+        let lane = hash.lane
         let appIndex = internApp(app)
         var profileIndex: UInt16 = 0
         if let type = configuration.attributesTypeByApp[app] { profileIndex = profileIndexByType[type] ?? 0 }
@@ -101,7 +109,7 @@ extension FanoutEngine {
             targets.append(TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
                                        generation: 0, incarnation: 0, now: now, budgetClass: budgetClass, budget: settings))
         }
-        slotByKey[key] = slot
+        slotByKey.insert(hash, slot: slot)
         return slot
     }
 
@@ -116,7 +124,7 @@ extension FanoutEngine {
 
     mutating func freeTarget(_ slot: Int32) {
         let index = Int(slot)
-        slotByKey[TargetKey(lane: targets[index].lane, id: targets[index].key)] = nil
+        slotByKey.remove(TargetHash(lane: targets[index].lane, id: targets[index].key), slot: slot)
         pending.remove(slot)
         targets[index].live = false
         targets[index].generation &+= 1

@@ -20,7 +20,7 @@ extension FanoutEngine {
         // Read the pending state in place; it is moved out (not copied) only when sent.
         let kind = pending[existing: slot].event.kind
         var probing = false
-        if let pausedApp = paused[targets[index].appIndex] {
+        if !paused.isEmpty, let pausedApp = paused[targets[index].appIndex] {  // isEmpty: no hashing in the common case
             guard pausedApp.probeSendID == 0 && now >= pausedApp.probeAt else {
                 if !targets[index].parked {
                     targets[index].parked = true
@@ -86,8 +86,8 @@ extension FanoutEngine {
         partitions[Int(targets[index].partitionSlot)]!.inFlight += 1
         totalInFlight += 1
         if probing { paused[targets[index].appIndex]!.probeSendID = sendID }
-        inFlight[sendID] = InFlightSend(slot: slot, incarnation: targets[index].incarnation, update: update, destination: destination,
-                                        priority: priority, isProbe: probing, partitionSlot: targets[index].partitionSlot)
+        inFlight.insert(InFlightSend(slot: slot, incarnation: targets[index].incarnation, update: update, destination: destination,
+                                     priority: priority, isProbe: probing, partitionSlot: targets[index].partitionSlot), id: sendID)
         actions.append(.send(SendRequest(
             sendID: sendID, lane: targets[index].lane, target: targets[index].key, app: apps[Int(targets[index].appIndex)],
             destination: destination, environment: environment, priority: priority, event: event,

@@ -22,7 +22,7 @@ public struct FanoutEngine: Sendable {
     var freeSlots: [Int32] = []
     var slotByKey = TargetTable()
     var pending = PendingStore()
-    var inFlight: [UInt64: InFlightSend] = [:]
+    var inFlight = InFlightStore()
     var partitions: [PartitionState?] = []
     var partitionSlotByID: [PartitionID: Int32] = [:]
     var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64])] = [:]
