@@ -43,6 +43,9 @@ public struct SendRequest: Sendable, Hashable {
     public var coveredOffsets: [Int64]
     /// True when this send probes a paused app.
     public var isProbe: Bool
+    /// True when the update was major but went at priority 5 because the target's priority-10
+    /// budget was empty (metrics: `fanout_budget_downgrades_total`).
+    public var budgetDowngraded: Bool = false
 }
 
 /// A record for `activity-token-feedback`.

@@ -74,6 +74,8 @@ extension FanoutEngine {
         } else {
             priority = 5
         }
+        // A major update that went at priority 5 because the target's priority-10 bucket was empty.
+        let budgetDowngraded = major && priority == 5
         let update = pending.remove(slot)!
         let sendID = nextSendID
         nextSendID += 1
@@ -92,7 +94,8 @@ extension FanoutEngine {
             sendID: sendID, lane: targets[index].lane, target: targets[index].key, app: apps[Int(targets[index].appIndex)],
             destination: destination, environment: environment, priority: priority, event: event,
             staleDate: staleDate, dismissalDate: event.kind == .end ? event.dismissalDate : nil, expiration: expiration,
-            partition: partitions[Int(targets[index].partitionSlot)]!.id, coveredOffsets: update.offsets, isProbe: probing)))
+            partition: partitions[Int(targets[index].partitionSlot)]!.id, coveredOffsets: update.offsets, isProbe: probing,
+            budgetDowngraded: budgetDowngraded)))
     }
 
     /// No usable token: wait up to `tokenWait`, then dead-letter everything pending as `no-token`.

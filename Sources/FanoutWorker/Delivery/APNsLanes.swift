@@ -2,6 +2,7 @@ import APNsModel
 import FanoutAPNs
 import FanoutCore
 import Foundation
+import Synchronization
 
 /// The two delivery lanes (DESIGN.md §3): separate `APNsClient`s for per-activity pushes and
 /// broadcasts, so a flood or an outage in one never delays the other. Each lane has one client per
@@ -15,6 +16,10 @@ final class APNsLanes: Sendable {
     private let management: [APNsModel.APNsEnvironment: APNsChannelClient]
     /// The broadcast lane's storage policy per channel (configured, else looked up and cached).
     let channelPolicies: ChannelPolicies
+    private let credentials: [String: APNsCredentials]
+    private let tokenCache: ProviderTokenCache
+    /// Last JWT generation seen per app (for `fanout_jwt_refreshes_total`).
+    private let jwtGenerations = Mutex<[String: Int]>([:])
 
     struct ClientKey: Hashable, Sendable {
         var lane: Lane
@@ -24,6 +29,8 @@ final class APNsLanes: Sendable {
     init(settings: WorkerSettings, credentials: [String: APNsCredentials], tokenCache: ProviderTokenCache,
          options: WorkerOptions) throws {
         custom = settings.usesCustomEndpoint(options: options)
+        self.credentials = credentials
+        self.tokenCache = tokenCache
         var environments: [String: APNsModel.APNsEnvironment] = [:]
         for app in settings.configuration.apps {
             environments[app.bundleID] = app.environment == .sandbox ? .sandbox : .production
@@ -80,6 +87,25 @@ final class APNsLanes: Sendable {
         if custom { return clients[ClientKey(lane: lane, environment: .production)] }
         let chosen = environment ?? appEnvironments[app] ?? .production
         return clients[ClientKey(lane: lane, environment: chosen)] ?? appEnvironments[app].flatMap { clients[ClientKey(lane: lane, environment: $0)] }
+    }
+
+    /// JWTs minted per app since the last call, from the shared cache's generation counter (each
+    /// mint increases it). Reading the current token mints one only when it is due anyway. An app
+    /// whose key cannot sign is skipped here: its sends report that error.
+    func jwtMintsSinceLastCall() -> [String: Int] {
+        var current: [String: Int] = [:]
+        for (app, credentials) in credentials {
+            guard let token = try? tokenCache.token(for: credentials) else { continue }
+            current[app] = token.generation
+        }
+        return jwtGenerations.withLock { seen in
+            var minted: [String: Int] = [:]
+            for (app, generation) in current {
+                minted[app] = max(0, generation - (seen[app] ?? 0))
+                seen[app] = generation
+            }
+            return minted
+        }
     }
 
     /// Sums over the lane's clients.

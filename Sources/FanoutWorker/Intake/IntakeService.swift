@@ -22,6 +22,9 @@ final class IntakeService: Sendable {
         var pressured: Set<TopicPartition> = []
         /// Commit points not yet committed (a failed commit is retried with the next).
         var uncommitted: [TopicPartition: Int64] = [:]
+        /// Per owned partition: highest offset read + 1, and the last committed offset (for the lag gauge).
+        var readEnd: [TopicPartition: Int64] = [:]
+        var committedAt: [TopicPartition: Int64] = [:]
         var stopDeadline: ContinuousClock.Instant?
         var aborted = false
         var finished = false
@@ -145,13 +148,21 @@ final class IntakeService: Sendable {
                 log.warning("Kafka consumer error", ["error": .string(error.description)])
             }
             if !batch.messages.isEmpty {
-                let owned = state.withLock { $0.owned }
+                let owned = state.withLock { state in
+                    for message in batch.messages where state.owned.contains(message.topicPartition) {
+                        let end = message.offset + 1
+                        if end > state.readEnd[message.topicPartition] ?? 0 { state.readEnd[message.topicPartition] = end }
+                        if state.committedAt[message.topicPartition] == nil { state.committedAt[message.topicPartition] = message.offset }
+                    }
+                    return state.owned
+                }
                 core.ingest(batch.messages.filter { owned.contains($0.topicPartition) })
             }
             resumeReleased()
             applyBackpressure()
             if ContinuousClock.now - lastCommit >= commitInterval {
                 commit()
+                updateLag()
                 core.updateGauges()
                 lastCommit = .now
             }
@@ -202,11 +213,38 @@ final class IntakeService: Sendable {
             core.recordCommitted(offsets)
             state.withLock { state in
                 for (partition, offset) in offsets where state.uncommitted[partition] == offset { state.uncommitted[partition] = nil }
+                for (partition, offset) in offsets where state.owned.contains(partition) { state.committedAt[partition] = offset }
             }
         } catch {
             core.metrics.commits.labels("failed").increment()
             core.log.warning("offset commit failed; retrying with the next", ["error": .string("\(error)")])
         }
+    }
+
+    /// `fanout_consumer_lag`: per owned partition, the end of what this worker has read (highest
+    /// offset + 1, the high watermark when intake keeps up) minus the committed offset. Partitions
+    /// with nothing committed yet by this worker are reported from the first offset it read.
+    private func updateLag() {
+        let lags: [(TopicPartition, Int64)] = state.withLock { state in
+            state.readEnd.compactMap { partition, end in
+                guard state.owned.contains(partition), let committed = state.committedAt[partition] else { return nil }
+                return (partition, max(0, end - committed))
+            }
+        }
+        for (partition, lag) in lags {
+            core.metrics.consumerLag.labels(partition.topic, String(partition.partition)).set(Int(lag))
+        }
+    }
+
+    /// Forgets a partition's lag bookkeeping and zeroes its gauge (revoked or lost).
+    private func forgetLag(_ partitions: [TopicPartition]) {
+        state.withLock { state in
+            for partition in partitions {
+                state.readEnd[partition] = nil
+                state.committedAt[partition] = nil
+            }
+        }
+        for partition in partitions { core.metrics.consumerLag.labels(partition.topic, String(partition.partition)).set(0) }
     }
 
     private func applyBackpressure() {
@@ -274,6 +312,7 @@ final class IntakeService: Sendable {
             return (state.aborted, carried)
         }
         for partition in partitions where partition.topic == topics.activityUpdates { tokens.unfollow(partition.partition) }
+        forgetLag(partitions)
         core.metrics.rebalances.labels("revoked").increment(by: UInt64(partitions.count))
         if aborted {
             _ = core.revoke(ids)
@@ -296,6 +335,7 @@ final class IntakeService: Sendable {
 
     private func lost(_ partitions: [TopicPartition]) {
         core.metrics.rebalances.labels("lost").increment(by: UInt64(partitions.count))
+        forgetLag(partitions)
         state.withLock { state in
             for partition in partitions {
                 state.owned.remove(partition)

@@ -63,6 +63,7 @@ extension WorkerCore {
         if closing {
             return complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil)
         }
+        if send.budgetDowngraded { metrics.budgetDowngrades.labels(send.lane.rawValue).increment() }
         if case .channel(let channel) = send.destination {
             let resolution = lanes.channelPolicies.resolve(app: send.app, channel: channel) { [self] policy in
                 // The lookup finished (on the management client's side): send now.

@@ -222,7 +222,13 @@ final class WorkerCore: Sendable {
             metrics.apnsQueued.labels(lane.rawValue).set(stats.queued)
             metrics.apnsConnections.labels(lane.rawValue).set(stats.connections)
         }
-        metrics.tokenRegistrySize.labels().set(state.withLock { $0.engine.tokens.count })
+        let (registry, busy) = state.withLock { ($0.engine.tokens.count, $0.engine.busyTargets()) }
+        metrics.tokenRegistrySize.labels().set(registry)
+        metrics.pendingTargets.labels(Lane.activity.rawValue).set(busy.activity)
+        metrics.pendingTargets.labels(Lane.broadcast.rawValue).set(busy.broadcast)
+        for (app, minted) in lanes.jwtMintsSinceLastCall() where minted > 0 {
+            metrics.jwtRefreshes.labels(app).increment(by: UInt64(minted))
+        }
     }
 
     func snapshot(key: String) -> TargetSnapshot? {
