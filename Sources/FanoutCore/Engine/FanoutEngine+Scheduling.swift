@@ -32,13 +32,13 @@ extension FanoutEngine {
         }
         let settings = budget(targets[index].budgetClass)
         var earliest = max(targets[index].lastSendAt + settings.minInterval, targets[index].backoffUntil)
-        let profile = profiles[Int(targets[index].profileIndex)]
         let summary = pending[existing: slot].summary
         let major = pending[existing: slot].forcedMajor
             || (!pending[existing: slot].explicitMinor && (targets[index].lastSentTimestamp < 0 || summary.digest != targets[index].lastSentSummary.digest))
         if !major && targets[index].lastSentTimestamp >= 0
-            && !profile.progressMoved(from: targets[index].lastSentSummary.progress, to: summary.progress) {
-            earliest = max(earliest, targets[index].lastDeliveredAt + profile.maxQuiet)
+            && !profiles[Int(targets[index].profileIndex)].progressMoved(from: targets[index].lastSentSummary.progress, to: summary.progress) {
+            // Read in place: copying the profile would retain and release its field list per event.
+            earliest = max(earliest, targets[index].lastDeliveredAt + profiles[Int(targets[index].profileIndex)].maxQuiet)
         }
 
         let destination: Destination

@@ -17,50 +17,91 @@ public struct TokenRegistry: Sendable {
         public var environment: APNsEnvironment?
     }
 
-    private var records: [String: Record] = [:]
+    // A slab of (key, record) addressed through a `TargetTable` keyed by the FNV hash of the key: the
+    // per-send `usableToken(for:notBefore:)` costs one probe and one key compare, no SipHash.
+    private var keys: [String] = []
+    private var records: [Record?] = []
+    private var freeEntries: [Int32] = []
+    private var index = TargetTable()
 
     public init() {}
 
-    public var count: Int { records.count }
+    public var count: Int { index.count }
 
-    public func record(for key: String) -> Record? { records[key] }
+    public func record(for key: String) -> Record? {
+        entry(for: key, hash: TargetHash(lane: .activity, id: key)).flatMap { records[Int($0)] }
+    }
+
+    @inline(__always)
+    private func entry(for key: String, hash: TargetHash) -> Int32? {
+        index.find(hash) { keys[Int($0)] == key }
+    }
+
+    private mutating func store(_ record: Record, for key: String, hash: TargetHash) {
+        if let entry = entry(for: key, hash: hash) {
+            records[Int(entry)] = record
+            return
+        }
+        let entry: Int32
+        if let free = freeEntries.popLast() {
+            entry = free
+            keys[Int(free)] = key
+            records[Int(free)] = record
+        } else {
+            entry = Int32(keys.count)
+            keys.append(key)
+            records.append(record)
+        }
+        index.insert(hash, slot: entry)
+    }
 
     /// Applies a registration. Returns true when it changed the usable token (new token, or gone → usable).
     /// An older registration (`at` below the current one's) is ignored: the compacted topic may replay it.
     @discardableResult
     public mutating func register(key: String, token: String, environment: APNsEnvironment?, at: Int64, partition: Int32) -> Bool {
-        if let existing = records[key] {
+        let hash = TargetHash(lane: .activity, id: key)
+        if let entry = entry(for: key, hash: hash), let existing = records[Int(entry)] {
             if existing.token == token {
                 // Same token re-published: revives it only when strictly newer than the registration it replaced.
                 if existing.gone && at > existing.at {
-                    records[key] = Record(token: token, at: at, partition: partition, gone: false, environment: environment ?? existing.environment)
+                    records[Int(entry)] = Record(token: token, at: at, partition: partition, gone: false, environment: environment ?? existing.environment)
                     return true
                 }
                 return false
             }
             guard at >= existing.at else { return false }
+            records[Int(entry)] = Record(token: token, at: at, partition: partition, gone: false, environment: environment)
+            return true
         }
-        records[key] = Record(token: token, at: at, partition: partition, gone: false, environment: environment)
+        store(Record(token: token, at: at, partition: partition, gone: false, environment: environment), for: key, hash: hash)
         return true
     }
 
-    public mutating func remove(key: String) { records[key] = nil }
+    public mutating func remove(key: String) {
+        let hash = TargetHash(lane: .activity, id: key)
+        guard let entry = entry(for: key, hash: hash) else { return }
+        index.remove(hash, slot: entry)
+        keys[Int(entry)] = ""
+        records[Int(entry)] = nil
+        freeEntries.append(entry)
+    }
 
     /// APNs said `token` is gone: stop using it (if it is still the registered one).
     public mutating func markGone(key: String, token: String) {
-        guard var record = records[key], record.token == token else { return }
-        record.gone = true
-        records[key] = record
+        guard let entry = entry(for: key, hash: TargetHash(lane: .activity, id: key)),
+              records[Int(entry)]?.token == token else { return }
+        records[Int(entry)]!.gone = true
     }
 
     /// The token to send to, if one is usable: present, not gone, registered at or after `notBefore`.
     public func usableToken(for key: String, notBefore: Int64) -> Record? {
-        guard let record = records[key], !record.gone, record.at >= notBefore else { return nil }
+        guard let entry = entry(for: key, hash: TargetHash(lane: .activity, id: key)),
+              let record = records[Int(entry)], !record.gone, record.at >= notBefore else { return nil }
         return record
     }
 
     /// Forgets every registration read from `partition` (it was revoked).
     public mutating func removeAll(partition: Int32) {
-        records = records.filter { $0.value.partition != partition }
+        for entry in records.indices where records[entry]?.partition == partition { remove(key: keys[entry]) }
     }
 }
