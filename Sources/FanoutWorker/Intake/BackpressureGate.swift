@@ -5,9 +5,9 @@ import FanoutCore
 struct BackpressureGate: Sendable, Hashable {
     /// Records of one partition read and not yet committed (retained for dead letters).
     var maxPendingPerPartition: Int
-    /// Sends in flight across the process (both lanes).
+    /// Sends in flight across the process, counted per lane (each lane is held to it on its own).
     var maxInFlight: Int
-    /// Offsets read and not yet done across the process (each pending target holds at least one).
+    /// Offsets read and not yet done across the process, counted per lane (each pending target holds at least one).
     var maxPendingTotal: Int
     /// Paused partitions resume when every measure is below this fraction of its bound.
     var resumeRatio: Double
@@ -15,6 +15,7 @@ struct BackpressureGate: Sendable, Hashable {
     struct Measures: Sendable, Hashable {
         /// This partition: retained records (≥ its incomplete offsets).
         var partitionPending: Int
+        /// Totals of the partition's lane.
         var totalInFlight: Int
         var totalIncomplete: Int
     }

@@ -251,8 +251,9 @@ final class IntakeService: Sendable {
         let (candidates, pressured) = state.withLock { state in (state.owned.subtracting(state.gated), state.pressured) }
         var pause: [TopicPartition] = []
         var resume: [TopicPartition] = []
-        for partition in candidates {
-            let measures = core.measures(of: PartitionID(topic: partition.topic, partition: partition.partition))
+        let ordered = Array(candidates)
+        let allMeasures = core.measures(of: ordered.map { PartitionID(topic: $0.topic, partition: $0.partition) })
+        for (partition, measures) in zip(ordered, allMeasures) {
             if pressured.contains(partition) {
                 if gate.mayResume(measures) { resume.append(partition) }
             } else if gate.shouldPause(measures) {

@@ -199,11 +199,23 @@ final class WorkerCore: Sendable {
         }
     }
 
-    func measures(of partition: PartitionID) -> BackpressureGate.Measures {
+    /// Backpressure measures for each of `partitions`. The totals are those of the partition's own
+    /// lane (its topic's), so a flood or an APNs outage on one lane never pauses the other lane's
+    /// intake (DESIGN.md §3); each lane is held to the process bounds on its own.
+    func measures(of partitions: [PartitionID]) -> [BackpressureGate.Measures] {
         state.withLock { state in
-            let total = state.engine.totalLoad
-            return BackpressureGate.Measures(partitionPending: state.retained[partition]?.count ?? 0,
-                                             totalInFlight: total.inFlight, totalIncomplete: total.incomplete)
+            var inFlight: [Lane: Int] = [:], incomplete: [Lane: Int] = [:]
+            for partition in state.retained.keys {
+                guard let load = state.engine.load(of: partition) else { continue }
+                let lane = lane(of: partition.topic)
+                inFlight[lane, default: 0] += load.inFlight
+                incomplete[lane, default: 0] += load.incomplete
+            }
+            return partitions.map { partition in
+                let lane = lane(of: partition.topic)
+                return BackpressureGate.Measures(partitionPending: state.retained[partition]?.count ?? 0,
+                                                 totalInFlight: inFlight[lane] ?? 0, totalIncomplete: incomplete[lane] ?? 0)
+            }
         }
     }
 

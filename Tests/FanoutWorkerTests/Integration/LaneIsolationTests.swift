@@ -148,5 +148,53 @@ extension WorkerIntegration {
             }
             await worker.stop(timeout: .seconds(2))
         }
+
+        /// Device pushes down long enough for the per-activity lane to reach the backpressure bounds:
+        /// its partitions pause, the broadcast lane's keep flowing (its totals are its own).
+        @Test func activityBackpressureDoesNotPauseBroadcastIntake() async throws {
+            let harness = try IntegrationHarness(partitions: 2)
+            let channel = try harness.simulator.createChannel(bundleID: IntegrationHarness.app, storagePolicy: 0)
+            let keys = (0..<30).map { "order-\($0)" }
+            let base = IntegrationHarness.now - 600
+            for (index, key) in keys.enumerated() {
+                try await harness.registerToken(key: key, token: IntegrationHarness.token(index + 50), at: base - 10)
+            }
+            let metrics = FanoutMetrics()
+            var configuration = harness.configuration()
+            configuration.backpressure.maxPendingTargets = 10
+            configuration.backpressure.maxInFlight = 10
+            configuration.engine.broadcast.minInterval = Self.minInterval
+            let worker = try harness.makeWorker(name: "iso-bp", configuration: configuration, metrics: metrics)
+            try worker.start()
+            try await harness.eventually("the worker is assigned") { worker.isReady().isReady }
+            let outageStart = Date().timeIntervalSince1970
+            try harness.simulator.setFaults(APNsSimulatorFaults(outageStart: outageStart, outageEnd: outageStart + 30, scope: .devicePushes))
+            for key in keys {
+                try await harness.produceEvent(key: key, IntegrationHarness.event(id: "\(key)-0", key: key, timestamp: base, state: "{\"phase\":\"a\"}"))
+            }
+            try await harness.eventually("the per-activity lane is paused by backpressure") {
+                (Self.sample(metrics, prefix: "fanout_paused_partitions{topic=\"\(IntegrationHarness.updates)\"}")) > 0
+            }
+            var produced: [Double] = []
+            for round in 0..<3 {
+                let roundStart = ContinuousClock.now
+                produced.append(Date().timeIntervalSince1970)
+                try await harness.produce(IntegrationHarness.broadcasts, key: channel, value: IntegrationHarness.broadcastEvent(
+                    id: "bp\(round)", channel: channel, timestamp: base + Int64(round), state: "{\"score\":\"r\(round)\"}"))
+                try await Task.sleep(until: roundStart + Self.spacing, clock: .continuous)
+            }
+            try await harness.eventually("the channel shows the last round", timeout: .seconds(20)) {
+                harness.simulator.deviceView(channel: channel)?.contentState.contains("r2") == true
+            }
+            #expect(Date().timeIntervalSince1970 < outageStart + 30, "the broadcasts arrived during the device outage")
+            let broadcasts = harness.simulator.deliveries().filter { $0.kind == .broadcast }
+            let bound = Self.seconds(Self.minInterval) + Self.margin
+            #expect(broadcasts.count == 3)
+            for (round, record) in broadcasts.enumerated() where round < produced.count {
+                #expect(record.time - produced[round] <= bound, "broadcast round \(round) arrived \(record.time - produced[round]) s after it was produced")
+            }
+            #expect(Self.sample(metrics, prefix: "fanout_paused_partitions{topic=\"\(IntegrationHarness.broadcasts)\"}") == 0)
+            await worker.abort()
+        }
     }
 }
