@@ -66,8 +66,13 @@ extension WorkerCore {
         if send.budgetDowngraded { metrics.budgetDowngrades.labels(send.lane.rawValue).increment() }
         if case .channel(let channel) = send.destination {
             let resolution = lanes.channelPolicies.resolve(app: send.app, channel: channel) { [self] policy in
-                // The lookup finished (on the management client's side): send now.
-                perform(dispatch(send, channelPolicy: policy))
+                // The lookup finished (on the management client's side): send now, unless the
+                // partition started closing meanwhile (the send is then retried by its next owner).
+                if state.withLock({ $0.closing.contains(send.partition) }) {
+                    perform(complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil))
+                } else {
+                    perform(dispatch(send, channelPolicy: policy))
+                }
             }
             switch resolution {
             case .ready(let policy): return dispatch(send, channelPolicy: policy)
