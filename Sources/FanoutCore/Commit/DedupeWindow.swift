@@ -35,7 +35,7 @@ public struct DedupeWindow: Sendable {
         } else {
             remove(ring[next])
             ring[next] = digest
-            next = (next + 1) % capacity
+            next = next + 1 == capacity ? 0 : next + 1  // no division per event
             // The removal may have shifted entries: find the free slot again.
             index = home(digest)
             while table[index] != 0 { index = (index + 1) & mask }

@@ -57,7 +57,12 @@ public struct OffsetTracker: Sendable {
     /// Branch-free binary search (the comparison becomes a conditional move): completions arrive in
     /// no particular order, so a branchy search mispredicts about every other step.
     private func find(_ offset: Int64) -> Int? {
-        entries.withUnsafeBufferPointer { buffer in
+        // Fast path: an event resolved as soon as it is read (duplicate, not newer, after end) completes
+        // the newest offset, which is the last entry.
+        if offset == highestReceived, let last = entries.last, entries.count > head {
+            return last == offset ? entries.count - 1 : nil
+        }
+        return entries.withUnsafeBufferPointer { buffer in
             var base = head
             var length = buffer.count - head
             guard length > 0 else { return nil }
