@@ -1,4 +1,4 @@
-/// Target key → target slot, for the per-event lookup.
+/// Target key → target slot, for the per-event lookup (`TokenRegistry` uses it the same way, key → slab entry).
 ///
 /// An open-addressing table (linear probing, backward-shift deletion) of (hash tag, slot) words. The
 /// key itself is not stored: a tag match is confirmed against `TargetState.key`/`.lane` by the caller's
