@@ -32,7 +32,7 @@ let package = Package(
 
         // MARK: The product
         .target(name: "FanoutWorker",
-                dependencies: ["FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "APNsSimulator"],
+                dependencies: ["FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs"],
                 swiftSettings: strict),
         .target(name: "FanoutCLI",
                 dependencies: ["FanoutWorker", "FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],

@@ -1,1 +1,0 @@
-// FanoutCrypto: see README "Development" for what lives here.
