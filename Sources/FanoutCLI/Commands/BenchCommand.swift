@@ -123,10 +123,13 @@ enum EngineBenchmark {
         mixSources.reserveCapacity(count)
         var offsets = [Int64](repeating: 0, count: partitions.count + 1)
         var previous: ActivityEvent?
+        var previousPartition = 0
         for index in 0..<count {
             let source: EventSource
             if let last = previous, random.next() % 100 < 2 {  // producer duplicate
-                let partition = last.lane == .broadcast ? partitions.count : Int(UInt32(last.target.utf8.count) % 16)
+                // A producer retry lands on the same partition as the original (same key), so the
+                // partition's dedupe window is what catches it.
+                let partition = previousPartition
                 source = EventSource(partition: partition == partitions.count ? broadcastPartition : partitions[partition], offset: offsets[partition])
                 offsets[partition] += 1
                 mixEvents.append(last)
@@ -150,6 +153,7 @@ enum EngineBenchmark {
                 timestamp: timestamps[target], contentState: state, contentFields: variants[status[target] * 100 + progress[target]],
                 importance: random.next() % 100 < 3 ? .major : nil, alert: random.next() % 100 < 1 ? alert : nil)
             previous = event
+            previousPartition = partition
             mixEvents.append(event)
             mixSources.append(source)
         }
@@ -160,7 +164,7 @@ enum EngineBenchmark {
         var completions: [(at: Nanoseconds, sendID: UInt64)] = []
         completions.reserveCapacity(1 << 16)
         var head = 0
-        var sends = 0, priority10 = 0, dropped = 0, commits = 0
+        var sends = 0, priority10 = 0, dropped = 0, deadLetters = 0, commits = 0
         let clock = ContinuousClock()
         let started = clock.now
         let cpuStarted = ThreadCPUClock.seconds()
@@ -192,6 +196,7 @@ enum EngineBenchmark {
                     if request.priority == 10 { priority10 += 1 }
                     completions.append((now + latency, request.sendID))
                 case .dropped: dropped += 1
+                case .deadLetter: deadLetters += 1
                 default: break
                 }
             }
@@ -202,7 +207,7 @@ enum EngineBenchmark {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         Output.out(String(format: "engine: %d events over %d activities + %d channels: %.0f events/s per CPU-second (%.3f s CPU, %.3f s wall)",
                           count, targets, broadcastTargets, Double(count) / cpu, cpu, seconds))
-        Output.out("        (\(sends) sends, \(priority10) at priority 10, coalescing ratio \(String(format: "%.2f", Double(count) / Double(max(sends, 1)))), \(dropped) resolved at once, \(commits) commit points)")
+        Output.out("        (\(sends) sends, \(priority10) at priority 10, coalescing ratio \(String(format: "%.2f", Double(count) / Double(max(sends, 1)))), \(dropped) resolved at once, \(deadLetters) dead letters, \(commits) commit points)")
     }
 
     static func decode(count: Int, seed: UInt64) {
