@@ -96,11 +96,14 @@ public final class APNsSimulator: Sendable {
         }
     }
 
-    /// Closes every connection, stops the threads and flushes the delivery log. Safe to call twice.
+    /// Closes every connection and the listening sockets, stops the threads and flushes the delivery log.
+    /// Afterwards the ports are free (a new simulator may bind them). Safe to call twice.
     public func stop() {
         guard let stopped = running.withLock({ running -> Running? in defer { running = nil }; return running }) else { return }
         stopped.control.stop()
         for loop in stopped.loops { loop.stop() }
+        // No thread accepts any more: free the ports now, so a new simulator can bind the same address.
+        for listener in stopped.listeners { listener.close() }
         stopped.logWriter?.stop()
     }
 

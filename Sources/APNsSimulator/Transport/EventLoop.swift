@@ -136,7 +136,13 @@ final class EventLoop: @unchecked Sendable {
             fireTimers()
         }
         for descriptor in Array(connections.keys) { drop(descriptor, reset: false) }
-        for (descriptor, _) in inbox.withLock({ box in defer { box.removeAll() }; return box }) { close(descriptor) }
+        for (descriptor, _) in inbox.withLock({ box in defer { box.removeAll() }; return box }) {
+            close(descriptor)
+            engine.state.withLock { $0.connectionsOpen -= 1 }
+        }
+        // Loop 0 lists itself among its siblings: break that cycle so the loop (epoll set, wake pipe) is freed.
+        siblings = []
+        listeners = []
     }
 
     private func drainWakePipe() {

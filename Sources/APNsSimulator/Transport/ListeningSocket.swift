@@ -1,9 +1,12 @@
 import Foundation
+import Synchronization
 
-/// A bound, listening, non-blocking TCP socket. Owns the descriptor and closes it in `deinit`.
+/// A bound, listening, non-blocking TCP socket. Owns the descriptor and closes it in `close()`
+/// (called by `APNsSimulator.stop` once no thread accepts on it any more) or at the latest in `deinit`.
 final class ListeningSocket: Sendable {
     let descriptor: Int32
     let port: Int
+    private let closed = Atomic<Bool>(false)
 
     init(host: String, port: Int, backlog: Int32 = 1024) throws {
         var address = sockaddr_in()
@@ -21,12 +24,12 @@ final class ListeningSocket: Sendable {
         }
         guard bound == 0 else {
             let reason = String(cString: strerror(errno))
-            close(descriptor)
+            Glibc.close(descriptor)
             throw APNsSimulatorError.socket("bind \(host):\(port): \(reason)")
         }
         guard listen(descriptor, backlog) == 0 else {
             let reason = String(cString: strerror(errno))
-            close(descriptor)
+            Glibc.close(descriptor)
             throw APNsSimulatorError.socket("listen on \(host):\(port): \(reason)")
         }
         var actual = sockaddr_in()
@@ -38,7 +41,13 @@ final class ListeningSocket: Sendable {
         self.port = Int(UInt16(bigEndian: actual.sin_port))
     }
 
-    deinit { close(descriptor) }
+    deinit { close() }
+
+    /// Releases the port now. Idempotent; callers must have stopped accepting on this socket.
+    func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Glibc.close(descriptor)
+    }
 
     /// The next pending connection (non-blocking, TCP_NODELAY), nil when none is waiting.
     func acceptConnection() -> Int32? {
