@@ -108,43 +108,9 @@ private final class ProduceRun: Sendable {
     var outcome: Outcome { state.withLock { $0 } }
 
     func produceLines(path: String, decoder: EventDecoder, lane: Lane, now: Int64, maxLineBytes: Int) throws -> Int {
-        let handle: FileHandle
-        if path == "-" {
-            handle = FileHandle.standardInput
-        } else {
-            guard let file = FileHandle(forReadingAtPath: path) else {
-                throw ValidateCommand.InputError(description: "cannot open '\(path)' for reading")
-            }
-            handle = file
+        try EventLines.decode(path: path, decoder: decoder, lane: lane, now: now, maxLineBytes: maxLineBytes) { bytes, event, line in
+            send(Array(bytes), key: Array(event.target.utf8), line: line)
         }
-        var rejected = 0
-        var lines = LineSplitter(maxLineBytes: maxLineBytes)
-        func take(_ line: LineSplitter.Line) {
-            switch line {
-            case let .bytes(number, bytes):
-                var bytes = bytes[...]
-                if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
-                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
-                switch bytes.withUnsafeBufferPointer({ decoder.decode($0, key: nil, lane: lane, now: now) }) {
-                case let .success(event):
-                    send(Array(bytes), key: Array(event.target.utf8), line: number)
-                case let .failure(rejection):
-                    rejected += 1
-                    Output.out("line \(number): \(rejection.reason.rawValue): \(rejection.detail)")
-                }
-            case let .tooLong(number, length):
-                rejected += 1
-                Output.out("line \(number): \(RejectionReason.eventTooLarge.rawValue): the event is at least \(length) bytes, over the \(maxLineBytes)-byte limit (max_event_bytes)")
-            }
-        }
-        while true {
-            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            if chunk.isEmpty { break }
-            lines.feed(chunk, take)
-        }
-        lines.finish(take)
-        if path != "-" { try handle.close() }
-        return rejected
     }
 
     /// Blocks this (own) thread while `maxInFlight` records await acknowledgement.

@@ -59,42 +59,58 @@ struct ValidateCommand: Command {
     }
 
     static func validate(path: String, decoder: EventDecoder, lane: Lane, now: Int64, maxLineBytes: Int) throws -> Summary {
+        var summary = Summary()
+        summary.rejected = try EventLines.decode(path: path, decoder: decoder, lane: lane, now: now, maxLineBytes: maxLineBytes) { _, _, _ in
+            summary.valid += 1
+        }
+        return summary
+    }
+}
+
+/// Reads JSON-lines events from a file or stdin ('-'), decodes each with the worker's decoder, prints
+/// 'line N: <reason-code>: <detail>' for each rejected line and hands every valid one to `accept`.
+/// Shared by `fanout validate` and `fanout produce` so both judge a line exactly alike.
+enum EventLines {
+    /// Returns the number of rejected lines. Blocks on file reads: call it from a thread of your own.
+    static func decode(path: String, decoder: EventDecoder, lane: Lane, now: Int64, maxLineBytes: Int,
+                       accept: (_ bytes: ArraySlice<UInt8>, _ event: ActivityEvent, _ line: Int) -> Void) throws -> Int {
         let handle: FileHandle
         if path == "-" {
             handle = FileHandle.standardInput
         } else {
             guard let file = FileHandle(forReadingAtPath: path) else {
-                throw InputError(description: "cannot open '\(path)' for reading")
+                throw ValidateCommand.InputError(description: "cannot open '\(path)' for reading")
             }
             handle = file
         }
-        var summary = Summary()
+        var rejected = 0
         var lines = LineSplitter(maxLineBytes: maxLineBytes)
-        func check(_ line: LineSplitter.Line) {
+        func take(_ line: LineSplitter.Line) {
             switch line {
             case let .bytes(number, bytes):
                 var bytes = bytes[...]
                 if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
                 switch bytes.withUnsafeBufferPointer({ decoder.decode($0, key: nil, lane: lane, now: now) }) {
-                case .success: summary.valid += 1
+                case let .success(event):
+                    accept(bytes, event, number)
                 case let .failure(rejection):
-                    summary.rejected += 1
+                    rejected += 1
                     Output.out("line \(number): \(rejection.reason.rawValue): \(rejection.detail)")
                 }
             case let .tooLong(number, length):
-                summary.rejected += 1
+                rejected += 1
                 Output.out("line \(number): \(RejectionReason.eventTooLarge.rawValue): the event is at least \(length) bytes, over the \(maxLineBytes)-byte limit (max_event_bytes)")
             }
         }
         while true {
             let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
             if chunk.isEmpty { break }
-            lines.feed(chunk, check)
+            lines.feed(chunk, take)
         }
-        lines.finish(check)
+        lines.finish(take)
         if path != "-" { try handle.close() }
-        return summary
+        return rejected
     }
 }
 
