@@ -2,22 +2,37 @@
 ///
 /// Bounded: the oldest digest is forgotten when a new one arrives at capacity. Kept per partition
 /// so that a revoked and later re-assigned partition starts clean (its replayed events are not
-/// duplicates: they were never done). An open-addressing table (linear probing, backward-shift
-/// deletion) plus a FIFO ring: no per-insert allocation, no hashing beyond a multiply.
+/// duplicates: they were never done).
+///
+/// An open-addressing table (linear probing) whose entries carry the insertion number: an entry older
+/// than the last `capacity` insertions is expired and counts as absent (exact FIFO window semantics).
+/// Forgetting the oldest id therefore costs nothing per event (no second random probe to delete it);
+/// expired entries are reused by later inserts and purged in one sequential pass when they fill a
+/// quarter of the table (at most once per `capacity` inserts). Memory: 16 bytes × 4 × capacity.
 public struct DedupeWindow: Sendable {
     public let capacity: Int
-    private var ring: [UInt64] = []
-    private var next = 0
-    private var table: [UInt64]
+    private struct Entry {
+        /// 0 marks an empty slot.
+        var digest: UInt64
+        /// `inserted` when this digest was added.
+        var stamp: Int
+    }
+    private var table: [Entry]
     private let mask: Int
-    public private(set) var count = 0
+    /// Successful inserts so far; entries stamped below `inserted - capacity` are expired.
+    private var inserted = 0
+    /// Non-empty slots (live plus expired).
+    private var occupied = 0
+
+    /// Digests in the window.
+    public var count: Int { min(inserted, capacity) }
 
     public init(capacity: Int) {
         precondition(capacity >= 0)
         self.capacity = capacity
         var size = 16
-        while size < capacity * 2 { size <<= 1 }
-        table = [UInt64](repeating: 0, count: capacity > 0 ? size : 0)
+        while size < capacity * 4 { size <<= 1 }
+        table = [Entry](repeating: Entry(digest: 0, stamp: 0), count: capacity > 0 ? size : 0)
         mask = size - 1
     }
 
@@ -25,51 +40,57 @@ public struct DedupeWindow: Sendable {
     public mutating func insert(_ rawDigest: UInt64) -> Bool {
         guard capacity > 0 else { return true }
         let digest = rawDigest == 0 ? 1 : rawDigest  // 0 marks an empty table slot
-        var index = home(digest)
-        while table[index] != 0 {
-            if table[index] == digest { return false }
-            index = (index + 1) & mask
+        let oldestLive = inserted - capacity
+        let mask = self.mask
+        let stamp = inserted
+        // 0: duplicate, 1: reused an expired slot, 2: took an empty slot.
+        let placement: Int = table.withUnsafeMutableBufferPointer { table in
+            var index = Self.home(digest, mask: mask)
+            var reusable = -1
+            while table[index].digest != 0 {
+                let live = table[index].stamp >= oldestLive
+                if live {
+                    if table[index].digest == digest { return 0 }
+                } else if reusable < 0 {
+                    reusable = index
+                }
+                index = (index + 1) & mask
+            }
+            if reusable >= 0 {
+                table[reusable] = Entry(digest: digest, stamp: stamp)
+                return 1
+            }
+            table[index] = Entry(digest: digest, stamp: stamp)
+            return 2
         }
-        if ring.count < capacity {
-            ring.append(digest)
-        } else {
-            remove(ring[next])
-            ring[next] = digest
-            next = next + 1 == capacity ? 0 : next + 1  // no division per event
-            // The removal may have shifted entries: find the free slot again.
-            index = home(digest)
-            while table[index] != 0 { index = (index + 1) & mask }
-        }
-        table[index] = digest
-        count += 1
+        guard placement != 0 else { return false }
+        if placement == 2 { occupied += 1 }
+        inserted += 1
+        if occupied * 4 > table.count * 2 { purgeExpired() }
         return true
     }
 
-    private func home(_ digest: UInt64) -> Int {
+    @inline(__always)
+    private static func home(_ digest: UInt64, mask: Int) -> Int {
         Int(truncatingIfNeeded: (digest &* 0x9e37_79b9_7f4a_7c15) >> 32) & mask
     }
 
-    private mutating func remove(_ digest: UInt64) {
-        var index = home(digest)
-        while table[index] != digest {
-            guard table[index] != 0 else { return }
-            index = (index + 1) & mask
-        }
-        table[index] = 0
-        count -= 1
-        // Backward-shift: move later entries of the probe run into the hole when that brings them closer home.
-        var hole = index
-        var probe = (index + 1) & mask
-        while table[probe] != 0 {
-            let want = home(table[probe])
-            let distanceFromWant = (probe - want) & mask
-            let distanceFromHole = (probe - hole) & mask
-            if distanceFromWant >= distanceFromHole {
-                table[hole] = table[probe]
-                table[probe] = 0
-                hole = probe
+    /// Rebuilds the table from its live entries (at most `capacity`, so the table is then at most a
+    /// quarter full and the next purge is at least `capacity` inserts away).
+    private mutating func purgeExpired() {
+        let oldestLive = inserted - capacity
+        let old = table
+        table = [Entry](repeating: Entry(digest: 0, stamp: 0), count: old.count)
+        let mask = self.mask
+        occupied = table.withUnsafeMutableBufferPointer { table in
+            var occupied = 0
+            for entry in old where entry.digest != 0 && entry.stamp >= oldestLive {
+                var index = Self.home(entry.digest, mask: mask)
+                while table[index].digest != 0 { index = (index + 1) & mask }
+                table[index] = entry
+                occupied += 1
             }
-            probe = (probe + 1) & mask
+            return occupied
         }
     }
 

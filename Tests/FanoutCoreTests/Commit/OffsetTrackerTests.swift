@@ -90,6 +90,31 @@ extension DedupeWindowTests {
             }
         }
     }
+
+    /// Mostly distinct digests: expired entries pile up and are purged many times (every `capacity`
+    /// inserts or so); the window must still forget exactly the oldest.
+    @Test func purgingExpiredEntriesKeepsTheExactWindow() {
+        var random = SeededRandom(seed: 12)
+        let capacity = 500
+        var window = DedupeWindow(capacity: capacity)
+        var model: [UInt64] = []
+        var modelSet = Set<UInt64>()
+        var duplicates = 0
+        for _ in 0..<40_000 {
+            let digest = random.next() % UInt64(capacity * 20) + 1
+            let expected = !modelSet.contains(digest)
+            #expect(window.insert(digest) == expected)
+            if expected {
+                model.append(digest)
+                modelSet.insert(digest)
+                if model.count > capacity { modelSet.remove(model.removeFirst()) }
+            } else {
+                duplicates += 1
+            }
+        }
+        #expect(window.count == capacity)
+        #expect(duplicates > 100)  // the window did catch repeats, not only fresh ids
+    }
 }
 
 @Suite struct TokenBucketTests {
