@@ -38,6 +38,12 @@ public final class APNsSimulator: Sendable {
         if configuration.maxRequestsPerTokenPerSecond < 0 {
             throw APNsSimulatorError.configuration("maxRequestsPerTokenPerSecond must be 0 (no limit) or more")
         }
+        for (name, seconds) in [("handshakeTimeoutSeconds", configuration.handshakeTimeoutSeconds),
+                                ("idleTimeoutSeconds", configuration.idleTimeoutSeconds),
+                                ("goAwayGraceSeconds", configuration.goAwayGraceSeconds)]
+        where !(seconds > 0 && seconds <= 86_400) {
+            throw APNsSimulatorError.configuration("\(name) must be within (0, 86400] seconds, got \(seconds)")
+        }
         if let problem = configuration.faults.validationError { throw APNsSimulatorError.configuration("faults: \(problem)") }
         self.configuration = configuration
         engine = try SimulatorEngine(configuration: configuration)

@@ -39,6 +39,15 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var threads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// Open connections across both TLS listeners; further connections are closed on accept.
     public var maxConnections: Int = 4096
+    /// A connection whose TLS handshake has not finished after this long is closed (a silent client
+    /// would otherwise hold a `maxConnections` slot forever).
+    public var handshakeTimeoutSeconds: Double = 10
+    /// A connection with no open stream and no traffic for this long gets a GOAWAY and is closed
+    /// (APNs closes idle connections too; clients should reconnect or PING).
+    public var idleTimeoutSeconds: Double = 300
+    /// After a GOAWAY (fault or idle), in-flight streams are still answered; the connection is closed when the
+    /// peer closes or at the latest this long after the GOAWAY.
+    public var goAwayGraceSeconds: Double = 5
     /// Accepted pushes kept in memory for `deliveries()` (oldest dropped first).
     public var deliveryMemoryCapacity: Int = 100_000
     /// Distinct tokens and channels whose device view is tracked; beyond it new targets are counted, not tracked.

@@ -66,6 +66,8 @@ public struct APNsSimulatorStats: Sendable, Equatable, Codable {
     public var connectionsRefused: Int
     public var goAwaysSent: Int
     public var connectionsReset: Int
+    /// Connections closed by the handshake timeout, the idle timeout or the end of a GOAWAY grace period.
+    public var connectionsTimedOut: Int
     /// Targets not tracked because `maxTrackedTargets` was reached.
     public var untrackedTargets: Int
     /// Delivery-log lines not yet written / failed to write.

@@ -31,6 +31,7 @@ struct SimulatorState {
     var connectionsRefused = 0
     var goAwaysSent = 0
     var connectionsReset = 0
+    var connectionsTimedOut = 0
     var deliveryLogWriteErrors = 0
 
     private var ring: [DeliveryRecord] = []
@@ -128,7 +129,7 @@ struct SimulatorState {
         return APNsSimulatorStats(
             responses: responses, requests: requests, accepted: acceptedCount,
             connectionsAccepted: connectionsAccepted, connectionsOpen: connectionsOpen, connectionsRefused: connectionsRefused,
-            goAwaysSent: goAwaysSent, connectionsReset: connectionsReset,
+            goAwaysSent: goAwaysSent, connectionsReset: connectionsReset, connectionsTimedOut: connectionsTimedOut,
             untrackedTargets: deviceViews.untracked + channelViews.untracked, deliveryLogWriteErrors: deliveryLogWriteErrors)
     }
 }

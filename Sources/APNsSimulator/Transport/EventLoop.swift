@@ -39,6 +39,8 @@ final class EventLoop: @unchecked Sendable {
     private var connections: [Int32: ServerConnection] = [:]
     private var timers: [Timer] = []
     private let callbacks = HTTP2Callbacks()
+    private let deadlines: ConnectionDeadlines
+    private var nextSweep: UInt64 = 0
     /// Scratch buffer for SSL_read, shared by this loop's connections.
     let readBuffer: UnsafeMutableRawBufferPointer
 
@@ -46,6 +48,7 @@ final class EventLoop: @unchecked Sendable {
         self.index = index
         self.engine = engine
         self.tlsContext = tlsContext
+        deadlines = ConnectionDeadlines(configuration: engine.configuration)
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else { throw APNsSimulatorError.socket("epoll_create1: \(String(cString: strerror(errno)))") }
         var pipeEnds: [Int32] = [0, 0]
@@ -112,17 +115,17 @@ final class EventLoop: @unchecked Sendable {
 
     private func run() {
         var events = [epoll_event](repeating: epoll_event(), count: 128)
+        nextSweep = DispatchTime.now().uptimeNanoseconds + deadlines.sweepIntervalNanos
         while running.load(ordering: .acquiring) {
-            var timeout: Int32 = -1
-            if let first = timers.first {
-                let now = DispatchTime.now().uptimeNanoseconds
-                timeout = first.deadline <= now ? 0 : Int32(min(1000, (first.deadline - now) / 1_000_000 + 1))
-            }
+            let before = DispatchTime.now().uptimeNanoseconds
+            let wakeAt = min(timers.first?.deadline ?? .max, nextSweep)
+            let timeout = wakeAt <= before ? 0 : Int32(min(1000, (wakeAt - before) / 1_000_000 + 1))
             let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
             if count < 0 {
                 if errno == EINTR { continue }
                 break
             }
+            let now = DispatchTime.now().uptimeNanoseconds
             for event in events.prefix(Int(count)) {
                 let descriptor = event.data.fd
                 if descriptor == wakeRead {
@@ -130,10 +133,15 @@ final class EventLoop: @unchecked Sendable {
                 } else if let listener = listeners.first(where: { $0.socket.descriptor == descriptor }) {
                     acceptAll(listener)
                 } else if let connection = connections[descriptor] {
+                    connection.lastActivity = now
                     service(connection, events: event.events)
                 }
             }
             fireTimers()
+            if now >= nextSweep {
+                sweep(now: now)
+                nextSweep = now + deadlines.sweepIntervalNanos
+            }
         }
         for descriptor in Array(connections.keys) { drop(descriptor, reset: false) }
         for (descriptor, _) in inbox.withLock({ box in defer { box.removeAll() }; return box }) {
@@ -218,15 +226,40 @@ final class EventLoop: @unchecked Sendable {
         for connection in touched.values { service(connection, events: EPOLLOUT.rawValue) }
     }
 
+    /// Closes connections past their handshake, idle or GOAWAY-grace deadline.
+    private func sweep(now: UInt64) {
+        var expired: [Int32] = []
+        var idled = 0
+        // Iterates a copy: `service` may drop (remove) the connection it closes.
+        for (descriptor, connection) in connections {
+            switch deadlines.verdict(now: now, openedAt: connection.openedAt, handshakeDone: connection.isHandshakeDone,
+                                     lastActivity: connection.lastActivity, hasOpenStreams: connection.hasOpenStreams,
+                                     goAwayAt: connection.goAwayAt) {
+            case .keep: continue
+            case .idle:
+                idled += 1
+                connection.goAwayIdle(now: now)
+                service(connection, events: EPOLLOUT.rawValue)
+            case .handshakeTimedOut, .goAwayGraceOver:
+                expired.append(descriptor)
+            }
+        }
+        guard idled + expired.count > 0 else { return }
+        engine.state.withLock { $0.connectionsTimedOut += idled + expired.count }
+        for descriptor in expired { drop(descriptor, reset: false) }
+    }
+
     private func drop(_ descriptor: Int32, reset: Bool) {
-        guard connections.removeValue(forKey: descriptor) != nil else { return }
+        guard let connection = connections.removeValue(forKey: descriptor) else { return }
         epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
         if reset {
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
+        // Uncount before the descriptor closes, so a peer that sees the close also sees the free slot.
         engine.state.withLock { $0.connectionsOpen -= 1 }
         // ServerConnection's deinit (now) frees the sessions and closes the descriptor.
+        withExtendedLifetime(connection) {}
     }
 
     private func watch(_ descriptor: Int32, writable: Bool, add: Bool) {

@@ -31,6 +31,10 @@ final class ServerConnection {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var goingAway = false
+    /// Monotonic nanoseconds: accepted, last read or timer activity, GOAWAY sent (for `ConnectionDeadlines`).
+    let openedAt: UInt64
+    var lastActivity: UInt64
+    private(set) var goAwayAt: UInt64?
     private var writeShutDown = false
     /// Set by a reset fault during request handling; the loop then drops the connection with RST.
     private(set) var resetRequested = false
@@ -69,6 +73,8 @@ final class ServerConnection {
         self.tls = tls
         self.engine = engine
         self.loop = loop
+        openedAt = DispatchTime.now().uptimeNanoseconds
+        lastActivity = openedAt
         random = SeededRandom(seed: engine.configuration.seed ^ (serial &* 0x9E37_79B9_7F4A_7C15))
         output.reserveCapacity(Self.outputHighWater + 16 * 1024)
         var created: OpaquePointer?
@@ -144,6 +150,20 @@ final class ServerConnection {
             Glibc.shutdown(descriptor, Int32(SHUT_WR))
         }
         return true
+    }
+
+    var isHandshakeDone: Bool { tls.isHandshakeDone }
+    /// Requests not yet fully answered (a response still queued, or waiting for injected latency).
+    var hasOpenStreams: Bool { !streams.isEmpty || !responseBodies.isEmpty || delayedResponses > 0 }
+
+    /// Idle timeout: GOAWAY (NO_ERROR, reason IdleTimeout) then the same close as after any GOAWAY. Call `flush` next.
+    func goAwayIdle(now: UInt64) {
+        guard !goingAway, let session else { return }
+        goingAway = true
+        goAwayAt = now
+        let json = Array("{\"reason\":\"IdleTimeout\"}".utf8)
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+                                  NGHTTP2_NO_ERROR.rawValue, json, json.count)
     }
 
     /// A response whose injected latency has elapsed.
@@ -235,6 +255,7 @@ final class ServerConnection {
         // GOAWAY first (its last_stream_id still covers this stream), so clients see the reason before the last answer.
         if case .goAway(let reason) = plan.after, !goingAway {
             goingAway = true
+            goAwayAt = DispatchTime.now().uptimeNanoseconds
             let json = Array("{\"reason\":\(ResponsePlan.jsonString(reason))}".utf8)
             _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
                                       NGHTTP2_NO_ERROR.rawValue, json, json.count)

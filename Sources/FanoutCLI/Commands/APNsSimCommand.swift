@@ -30,6 +30,9 @@ struct APNsSimCommand: Command {
       --threads <n>                   event-loop threads (default: cores)
       --max-connections <n>           open connections at most (default 4096)
       --max-streams <n>               SETTINGS_MAX_CONCURRENT_STREAMS after a valid JWT (default 1000)
+      --handshake-timeout <seconds>   close connections whose TLS handshake takes longer (default 10)
+      --idle-timeout <seconds>        GOAWAY and close connections without streams or traffic this long (default 300)
+      --goaway-grace <seconds>        after a GOAWAY, close at the latest this long later (default 5)
     Behaviour:
       --app <bundle id>               app allowed to push (topic <bundle>.push-type.liveactivity); repeatable
       --reject-unknown-tokens         unknown device tokens get 400 BadDeviceToken (default: accepted)
@@ -69,6 +72,9 @@ struct APNsSimCommand: Command {
         configuration.threads = try args.int("threads") ?? configuration.threads
         configuration.maxConnections = try args.int("max-connections") ?? configuration.maxConnections
         configuration.maxConcurrentStreams = try args.int("max-streams") ?? configuration.maxConcurrentStreams
+        configuration.handshakeTimeoutSeconds = try args.double("handshake-timeout") ?? configuration.handshakeTimeoutSeconds
+        configuration.idleTimeoutSeconds = try args.double("idle-timeout") ?? configuration.idleTimeoutSeconds
+        configuration.goAwayGraceSeconds = try args.double("goaway-grace") ?? configuration.goAwayGraceSeconds
         configuration.rejectUnknownTokens = args.flag("reject-unknown-tokens")
         configuration.maxRequestsPerTokenPerSecond = try args.int("max-per-token-per-second") ?? 0
         configuration.maxChannelsPerApp = try args.int("max-channels-per-app") ?? configuration.maxChannelsPerApp
