@@ -64,9 +64,18 @@ final class WorkerCore: Sendable {
         let decoder = EventDecoder(policy: settings.policy)
         var decoded: [Result<ActivityEvent, EventRejection>] = []
         decoded.reserveCapacity(messages.count)
+        // A batch usually comes from one or two topics: resolve each counter's labels once per run of
+        // a topic, not once per event (each lookup hashes the label values under a lock, ≈0.4 µs).
+        var countedTopic = ""
+        var countedEvents: UInt64 = 0
         for message in messages {
             let lane = lane(of: message.topic)
-            metrics.eventsConsumed.labels(message.topic).increment()
+            if message.topic != countedTopic {
+                if countedEvents > 0 { metrics.eventsConsumed.labels(countedTopic).increment(by: countedEvents) }
+                countedTopic = message.topic
+                countedEvents = 0
+            }
+            countedEvents += 1
             guard let value = message.value else {
                 decoded.append(.failure(EventRejection(.malformedJSON, "the record has a null value (a tombstone); events must be JSON objects")))
                 continue
@@ -79,6 +88,7 @@ final class WorkerCore: Sendable {
             }
             decoded.append(result)
         }
+        if countedEvents > 0 { metrics.eventsConsumed.labels(countedTopic).increment(by: countedEvents) }
         var actions: [EngineAction] = []
         var rejected: [(KafkaMessage, EventRejection)] = []
         state.withLock { state in
