@@ -10,9 +10,14 @@ import Synchronization
 /// - `POST /flush` writes the delivery log file now.
 final class ControlServer: Sendable {
     private let socket: ListeningSocket
-    private unowned let simulator: APNsSimulator
+    /// Weak: the simulator's deinit stops this server and waits for a request in progress, which must then
+    /// find the simulator gone (503) rather than read a half-destroyed object.
+    private weak let simulator: APNsSimulator?
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
+    /// pthread_self() of the serving thread, so `stop` called on it (the last reference to the simulator
+    /// dropped there, at the end of a request) does not wait for itself.
+    private let servingThread = Atomic<UInt>(0)
     static let maxRequestBytes = 1 << 20
 
     init(socket: ListeningSocket, simulator: APNsSimulator) {
@@ -22,6 +27,7 @@ final class ControlServer: Sendable {
 
     func start() {
         let thread = Thread { [self] in
+            servingThread.store(UInt(pthread_self()), ordering: .releasing)
             while running.load(ordering: .acquiring) {
                 var descriptor = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
                 guard poll(&descriptor, 1, 100) > 0 else { continue }
@@ -33,8 +39,10 @@ final class ControlServer: Sendable {
         thread.start()
     }
 
+    /// Stops accepting and waits for a request in progress (unless called from the serving thread itself).
     func stop() {
         running.store(false, ordering: .releasing)
+        if servingThread.load(ordering: .acquiring) == UInt(pthread_self()) { return }
         finished.wait()
     }
 
@@ -70,6 +78,7 @@ final class ControlServer: Sendable {
     }
 
     private func route(method: String, target: String, body: Data) -> (Int, Data) {
+        guard let simulator else { return self.error(503, "the simulator is shutting down") }
         let components = URLComponents(string: target)
         let path = components?.path ?? target
         let query = Dictionary((components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
@@ -149,7 +158,7 @@ final class ControlServer: Sendable {
     }
 
     private func respond(_ client: Int32, _ status: Int, json: Data) {
-        let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error"][status] ?? "Status"
+        let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"][status] ?? "Status"
         var message = Data("HTTP/1.1 \(status) \(reason)\r\ncontent-type: application/json\r\ncontent-length: \(json.count)\r\nconnection: close\r\n\r\n".utf8)
         message.append(json)
         message.withUnsafeBytes { bytes in

@@ -1,0 +1,77 @@
+import APNsSimulator
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("Control endpoint during teardown")
+struct ControlTeardownTests {
+    /// A blocking loopback HTTP/1.1 exchange in two halves, on its own thread (never the cooperative pool).
+    final class SplitRequest: Sendable {
+        let descriptor: Int32
+
+        init(port: Int) throws {
+            descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else { throw HarnessError("connect to the control port failed") }
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+
+        deinit { close(descriptor) }
+
+        func send(_ text: String) { _ = Array(text.utf8).withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) } }
+
+        func response() -> String {
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(descriptor, &buffer, buffer.count)
+                if count <= 0 { break }
+                received += buffer[..<count]
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+    }
+
+    /// The simulator is released (deinit: stop) while the control thread is in the middle of a request that
+    /// then asks for stats. It must answer 503 (the simulator is gone), not touch the freed simulator.
+    @Test func aRequestFinishingWhileTheSimulatorIsFreedGets503() async throws {
+        let credentials = try SimulatorCredentials.generate()
+        let configuration = APNsSimulatorConfiguration(
+            teamID: credentials.teamID, keys: [credentials.keyID: try credentials.publicKeyPEM()], apps: [SimulatorHarness.app])
+        let holder = Mutex<APNsSimulator?>(try APNsSimulator(configuration: configuration))
+        let port = try holder.withLock { simulator in
+            try simulator!.start()
+            return simulator!.controlPort
+        }
+        let request = try SplitRequest(port: port)
+        request.send("GET /stats HTTP/1.1\r\nhost: x\r\n")
+        // Ordering only (no threshold): the control thread polls every 100 ms, so it is now reading this request.
+        try await Task.sleep(for: .milliseconds(400))
+        let released = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            holder.withLock { $0 = nil }  // deinit → stop() waits for the control thread, which waits for us
+            released.signal()
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        let reply: String = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                request.send("\r\n")
+                continuation.resume(returning: request.response())
+            }
+        }
+        #expect(reply.hasPrefix("HTTP/1.1 503"), "\(reply)")
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                released.wait()
+                continuation.resume()
+            }
+        }
+    }
+}
