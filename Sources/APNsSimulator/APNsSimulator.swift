@@ -38,6 +38,10 @@ public final class APNsSimulator: Sendable {
         if configuration.maxRequestsPerTokenPerSecond < 0 {
             throw APNsSimulatorError.configuration("maxRequestsPerTokenPerSecond must be 0 (no limit) or more")
         }
+        if SocketAddress(host: configuration.host, port: 0) == nil {
+            throw APNsSimulatorError.configuration(
+                "host must be a numeric IPv4 or IPv6 address (like 127.0.0.1, 0.0.0.0, ::1 or ::), got '\(configuration.host)'")
+        }
         for (name, seconds) in [("handshakeTimeoutSeconds", configuration.handshakeTimeoutSeconds),
                                 ("idleTimeoutSeconds", configuration.idleTimeoutSeconds),
                                 ("goAwayGraceSeconds", configuration.goAwayGraceSeconds)]
@@ -123,7 +127,15 @@ public final class APNsSimulator: Sendable {
     public var deviceURL: String { "https://\(urlHost):\(port)" }
     public var managementURL: String { "https://\(urlHost):\(managementPort)" }
     public var controlURL: String { "http://127.0.0.1:\(controlPort)" }
-    private var urlHost: String { configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host }
+    /// The host part of the URLs: wildcard binds are reached over loopback; IPv6 literals get brackets.
+    private var urlHost: String {
+        let bare = configuration.host.hasPrefix("[") ? String(configuration.host.dropFirst().dropLast()) : configuration.host
+        switch bare {
+        case "0.0.0.0": return "127.0.0.1"
+        case "::": return "[::1]"
+        default: return bare.contains(":") ? "[\(bare)]" : bare
+        }
+    }
 
     public func registerToken(_ token: String, state: TokenState) {
         engine.state.withLock { $0.tokens[token] = state }

@@ -42,4 +42,23 @@ struct LifecycleTests {
         let result = try await Self.curlPush(harness.simulator, harness: harness)
         #expect(result.status == 0 && result.stdout == "200", "\(result.stderr)")
     }
+
+    @Test func listensOnIPv6Loopback() async throws {
+        let harness = try SimulatorHarness(configure: { $0.host = "::1" })
+        #expect(harness.simulator.deviceURL == "https://[::1]:\(harness.simulator.port)")
+        let result = try await Self.curlPush(harness.simulator, harness: harness)
+        #expect(result.status == 0 && result.stdout == "200", "certificate SAN ::1 verifies: \(result.stderr)")
+    }
+
+    @Test func aHostNameIsRejectedWithAClearError() throws {
+        let credentials = try SimulatorCredentials.generate()
+        var configuration = APNsSimulatorConfiguration(
+            teamID: credentials.teamID, keys: [credentials.keyID: try credentials.publicKeyPEM()], apps: [SimulatorHarness.app])
+        configuration.host = "localhost"
+        #expect {
+            try APNsSimulator(configuration: configuration)
+        } throws: { error in
+            "\(error)".contains("numeric IPv4 or IPv6 address")
+        }
+    }
 }

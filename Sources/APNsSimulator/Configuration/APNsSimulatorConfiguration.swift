@@ -2,7 +2,8 @@ import Foundation
 
 /// Everything an `APNsSimulator` needs; defaults mirror APNs where Apple documents a value.
 public struct APNsSimulatorConfiguration: Sendable {
-    /// Address the device/broadcast and management listeners bind; the control endpoint binds loopback.
+    /// Numeric IPv4 or IPv6 address ("127.0.0.1", "0.0.0.0", "::1", "::") the device/broadcast and management
+    /// listeners bind; the control endpoint binds 127.0.0.1.
     public var host: String = "127.0.0.1"
     /// Device-push and broadcast-send listener (HTTP/2 over TLS). 0 picks a free port.
     public var port: Int = 0

@@ -8,19 +8,23 @@ final class ListeningSocket: Sendable {
     let port: Int
     private let closed = Atomic<Bool>(false)
 
+    /// `host` is a numeric IPv4 ("127.0.0.1", "0.0.0.0") or IPv6 ("::1", "::", also "[::1]") address.
     init(host: String, port: Int, backlog: Int32 = 1024) throws {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
-            throw APNsSimulatorError.configuration("host must be an IPv4 address, got '\(host)'")
+        guard (0...65535).contains(port) else { throw APNsSimulatorError.configuration("port must be within 0...65535, got \(port)") }
+        guard let address = SocketAddress(host: host, port: port) else {
+            throw APNsSimulatorError.configuration("host must be a numeric IPv4 or IPv6 address (like 127.0.0.1 or ::1), got '\(host)'")
         }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let descriptor = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw APNsSimulatorError.socket("socket(): \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        if address.family == AF_INET6 {
+            // "::" means IPv6 only here; bind 0.0.0.0 for IPv4 (the simulator has one push listener per host).
+            setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var storage = address.storage
+        let bound = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, address.length) }
         }
         guard bound == 0 else {
             let reason = String(cString: strerror(errno))
@@ -32,13 +36,13 @@ final class ListeningSocket: Sendable {
             Glibc.close(descriptor)
             throw APNsSimulatorError.socket("listen on \(host):\(port): \(reason)")
         }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        var actual = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &actual) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
         self.descriptor = descriptor
-        self.port = Int(UInt16(bigEndian: actual.sin_port))
+        self.port = SocketAddress.port(of: actual)
     }
 
     deinit { close() }
@@ -58,5 +62,43 @@ final class ListeningSocket: Sendable {
         var one: Int32 = 1
         setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         return client
+    }
+}
+
+/// A numeric IPv4 or IPv6 socket address for `bind`.
+struct SocketAddress {
+    var family: Int32
+    var storage = sockaddr_storage()
+    var length: socklen_t
+
+    init?(host: String, port: Int) {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        if inet_pton(AF_INET, bare, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = in_port_t(UInt16(port).bigEndian)
+            family = AF_INET
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutableBytes(of: &storage) { target in withUnsafeBytes(of: v4) { target.copyMemory(from: $0) } }
+        } else if inet_pton(AF_INET6, bare, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = in_port_t(UInt16(port).bigEndian)
+            family = AF_INET6
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            withUnsafeMutableBytes(of: &storage) { target in withUnsafeBytes(of: v6) { target.copyMemory(from: $0) } }
+        } else {
+            return nil
+        }
+    }
+
+    static func port(of storage: sockaddr_storage) -> Int {
+        let family = Int32(storage.ss_family)
+        return withUnsafeBytes(of: storage) { bytes in
+            if family == AF_INET6 {
+                return Int(UInt16(bigEndian: bytes.loadUnaligned(as: sockaddr_in6.self).sin6_port))
+            }
+            return Int(UInt16(bigEndian: bytes.loadUnaligned(as: sockaddr_in.self).sin_port))
+        }
     }
 }

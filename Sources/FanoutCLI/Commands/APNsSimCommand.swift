@@ -22,7 +22,7 @@ struct APNsSimCommand: Command {
                                       (team TEAM000001, kid KEY0000001 unless --team-id is given)
       --print-test-jwt                with --generate-test-key: also print the JWT on stdout
     Listeners:
-      --host <ipv4>                   bind address (default 127.0.0.1)
+      --host <address>                numeric IPv4 or IPv6 bind address, e.g. 0.0.0.0 or ::1 (default 127.0.0.1)
       --port <n>                      device/broadcast port (default 0: pick one)
       --management-port <n>           channel-management port (default 0)
       --control-port <n>              control endpoint port on 127.0.0.1 (default 0)
