@@ -87,6 +87,12 @@ struct TimeoutTests {
         #expect(verdict(now: 4 * second - 1, open: true, goAwayAt: second) == .keep)
         #expect(verdict(now: 4 * second, open: true, goAwayAt: second) == .goAwayGraceOver)
         #expect(deadlines.sweepIntervalNanos == second / 4)
+        // A connection stamped after the loop read its clock is not ancient.
+        #expect(deadlines.verdict(now: second, openedAt: second + 1, handshakeDone: false, lastActivity: second + 1,
+                                  hasOpenStreams: false, goAwayAt: nil) == .keep)
+        #expect(deadlines.verdict(now: 5 * second, openedAt: 0, handshakeDone: true, lastActivity: 5 * second + 1,
+                                  hasOpenStreams: false, goAwayAt: nil) == .keep)
+        #expect(verdict(now: second, goAwayAt: second + 1) == .keep)
         configuration.goAwayGraceSeconds = 0.001
         #expect(ConnectionDeadlines(configuration: configuration).sweepIntervalNanos == 10_000_000)
     }

@@ -28,11 +28,14 @@ struct ConnectionDeadlines: Sendable, Equatable {
 
     func verdict(now: UInt64, openedAt: UInt64, handshakeDone: Bool, lastActivity: UInt64, hasOpenStreams: Bool,
                  goAwayAt: UInt64?) -> Verdict {
-        if !handshakeDone { return now &- openedAt >= handshakeNanos ? .handshakeTimedOut : .keep }
-        if let goAwayAt { return now &- goAwayAt >= goAwayGraceNanos ? .goAwayGraceOver : .keep }
-        if !hasOpenStreams, now &- lastActivity >= idleNanos { return .idle }
+        if !handshakeDone { return Self.elapsed(now, since: openedAt) >= handshakeNanos ? .handshakeTimedOut : .keep }
+        if let goAwayAt { return Self.elapsed(now, since: goAwayAt) >= goAwayGraceNanos ? .goAwayGraceOver : .keep }
+        if !hasOpenStreams, Self.elapsed(now, since: lastActivity) >= idleNanos { return .idle }
         return .keep
     }
+
+    /// Zero when `start` is later than `now` (the loop reads its clock before it accepts and stamps new connections).
+    private static func elapsed(_ now: UInt64, since start: UInt64) -> UInt64 { now > start ? now - start : 0 }
 
     private static func nanos(_ seconds: Double) -> UInt64 { UInt64((seconds * 1e9).rounded()) }
 }
