@@ -7,8 +7,9 @@
 /// An open-addressing table (linear probing) whose entries carry the insertion number: an entry older
 /// than the last `capacity` insertions is expired and counts as absent (exact FIFO window semantics).
 /// Forgetting the oldest id therefore costs nothing per event (no second random probe to delete it);
-/// expired entries are reused by later inserts and purged in one sequential pass when they fill a
-/// quarter of the table (at most once per `capacity` inserts). Memory: 16 bytes × 4 × capacity.
+/// expired entries are reused by later inserts and purged in place, in two sequential passes, when
+/// the table is three quarters full (at most once per `capacity / 2` inserts). Memory: 16 bytes × 2 ×
+/// capacity (rounded up to a power of two).
 public struct DedupeWindow: Sendable {
     public let capacity: Int
     private struct Entry {
@@ -31,7 +32,7 @@ public struct DedupeWindow: Sendable {
         precondition(capacity >= 0)
         self.capacity = capacity
         var size = 16
-        while size < capacity * 4 { size <<= 1 }
+        while size < capacity * 2 { size <<= 1 }
         table = [Entry](repeating: Entry(digest: 0, stamp: 0), count: capacity > 0 ? size : 0)
         mask = size - 1
     }
@@ -66,7 +67,7 @@ public struct DedupeWindow: Sendable {
         guard placement != 0 else { return false }
         if placement == 2 { occupied += 1 }
         inserted += 1
-        if occupied * 4 > table.count * 2 { purgeExpired() }
+        if occupied * 4 > table.count * 3 { purgeExpired() }
         return true
     }
 
@@ -75,22 +76,38 @@ public struct DedupeWindow: Sendable {
         Int(truncatingIfNeeded: (digest &* 0x9e37_79b9_7f4a_7c15) >> 32) & mask
     }
 
-    /// Rebuilds the table from its live entries (at most `capacity`, so the table is then at most a
-    /// quarter full and the next purge is at least `capacity` inserts away).
+    /// Empties expired slots and re-places the live entries in place (no allocation). Live entries are
+    /// at most `capacity`, so afterwards the table is at most half full and the next purge is at least
+    /// `capacity / 2` inserts away.
     private mutating func purgeExpired() {
         let oldestLive = inserted - capacity
-        let old = table
-        table = [Entry](repeating: Entry(digest: 0, stamp: 0), count: old.count)
         let mask = self.mask
         occupied = table.withUnsafeMutableBufferPointer { table in
-            var occupied = 0
-            for entry in old where entry.digest != 0 && entry.stamp >= oldestLive {
-                var index = Self.home(entry.digest, mask: mask)
-                while table[index].digest != 0 { index = (index + 1) & mask }
-                table[index] = entry
-                occupied += 1
+            // Start re-placing after a slot that was empty before the purge: no probe run crosses it,
+            // so walking the runs in order from there moves every entry only backward, never past a
+            // hole that an earlier entry's run needs.
+            var start = -1
+            var live = 0
+            for index in 0..<table.count {
+                if table[index].digest == 0 {
+                    if start < 0 { start = index }
+                } else if table[index].stamp < oldestLive {
+                    table[index].digest = 0
+                } else {
+                    live += 1
+                }
             }
-            return occupied
+            precondition(start >= 0, "the dedupe table is never full")
+            for step in 1..<table.count {
+                let index = (start + step) & mask
+                let entry = table[index]
+                guard entry.digest != 0 else { continue }
+                table[index].digest = 0
+                var slot = Self.home(entry.digest, mask: mask)
+                while table[slot].digest != 0 { slot = (slot + 1) & mask }
+                table[slot] = entry
+            }
+            return live
         }
     }
 
