@@ -73,7 +73,7 @@ final class TokenFollower: Sendable {
                 switch request {
                 case .follow(let partition):
                     let tp = TopicPartition(topic, partition)
-                    if following.contains(partition) { try? reader.unassign([tp]) }
+                    if following.contains(partition) { unassign(tp) }
                     do {
                         try reader.assign([tp: .beginning])
                         following.insert(partition)
@@ -92,7 +92,7 @@ final class TokenFollower: Sendable {
                     }
                 case .unfollow(let partition):
                     catchingUp[partition] = nil
-                    if following.remove(partition) != nil { try? reader.unassign([TopicPartition(topic, partition)]) }
+                    if following.remove(partition) != nil { unassign(TopicPartition(topic, partition)) }
                 }
             }
             let batch: KafkaPollBatch
@@ -117,6 +117,14 @@ final class TokenFollower: Sendable {
             for error in batch.errors {
                 core.log.warning("activity-tokens reader error", ["error": .string(error.description)])
             }
+        }
+    }
+
+    /// Stops reading a token partition. A failure leaves it assigned, which only costs reading
+    /// records the engine no longer needs: logged, not fatal.
+    private func unassign(_ partition: TopicPartition) {
+        do { try reader.unassign([partition]) } catch {
+            core.log.warning("could not stop reading a token partition", ["partition": .string(partition.description), "error": .string("\(error)")])
         }
     }
 }
