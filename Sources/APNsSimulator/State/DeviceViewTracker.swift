@@ -36,9 +36,9 @@ struct DeviceViewTracker {
     }
 }
 
-/// A token or channel ID as a dictionary key. Tokens are long (160 hex characters) and random, so hashing
-/// the length and the last 16 bytes spreads them as well as hashing all of them, at a tenth of the cost;
-/// equality still compares the whole string.
+/// A token or channel ID as a dictionary key, hashed over all its UTF-8 bytes (no Unicode normalization,
+/// which `String`'s own hash pays for). Hashing only part of the bytes let tokens that share that part
+/// (e.g. the same tail) collide into one probe chain of full string compares under the state lock.
 private struct TargetKey: Hashable {
     let text: String
 
@@ -46,10 +46,7 @@ private struct TargetKey: Hashable {
 
     func hash(into hasher: inout Hasher) {
         var text = text
-        text.withUTF8 { bytes in
-            hasher.combine(bytes.count)
-            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(16))))
-        }
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     static func == (lhs: TargetKey, rhs: TargetKey) -> Bool { lhs.text == rhs.text }
