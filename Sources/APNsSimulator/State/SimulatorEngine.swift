@@ -72,6 +72,8 @@ final class SimulatorEngine: Sendable {
         let responseID = id(&random)
         let uniqueID = random.uuid()
 
+        // The delivery record the ring evicts is released after unlocking, not inside the critical section.
+        var evicted: DeliveryRecord?
         var plan = state.withLock { state -> ResponsePlan in
             state.requests += 1
             let faults = state.planFaults(now: now, isBroadcast: isBroadcast)
@@ -104,7 +106,7 @@ final class SimulatorEngine: Sendable {
                                             id: responseID, uniqueID: uniqueID)
                     let payload = (device?.payload ?? broadcast?.payload)!
                     let contentState = String(decoding: request.body[payload.contentState], as: UTF8.self)
-                    state.recordAccepted(record, event: payload.event, contentState: contentState)
+                    evicted = state.recordAccepted(record, event: payload.event, contentState: contentState)
                     state.countSuccess(status: 200)
                     plan = ResponsePlan(status: 200, headers: [(idHeader, responseID), ("apns-unique-id", uniqueID)])
                 }
@@ -116,6 +118,7 @@ final class SimulatorEngine: Sendable {
             }
             return plan
         }
+        withExtendedLifetime(evicted) {}
         gate.requestsOnConnection += 1
         plan.raiseStreamLimit = raise
         return plan

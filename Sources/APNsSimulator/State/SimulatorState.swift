@@ -86,14 +86,10 @@ struct SimulatorState {
         return rate.allow(token, now: now) ? nil : Refusal(.tooManyRequests)
     }
 
-    mutating func recordAccepted(_ record: DeliveryRecord, event: LiveActivityPayload.Event, contentState: String) {
+    /// Returns the record the ring evicted, so the caller can release it (and its strings) after unlocking.
+    @discardableResult
+    mutating func recordAccepted(_ record: DeliveryRecord, event: LiveActivityPayload.Event, contentState: String) -> DeliveryRecord? {
         acceptedCount += 1
-        if ring.count < ringCapacity {
-            ring.append(record)
-        } else {
-            ring[ringNext] = record
-            ringNext = (ringNext + 1) % ringCapacity
-        }
         if let target = record.token {
             deviceViews.apply(target: target, event: event, timestamp: record.timestamp, contentState: contentState)
         } else if let target = record.channel {
@@ -102,6 +98,14 @@ struct SimulatorState {
         if pendingLog != nil {
             if pendingLog!.count < pendingLogCapacity { pendingLog!.append(record) } else { deliveryLogWriteErrors += 1 }
         }
+        if ring.count < ringCapacity {
+            ring.append(record)
+            return nil
+        }
+        var evicted = record
+        swap(&ring[ringNext], &evicted)
+        ringNext = (ringNext + 1) % ringCapacity
+        return evicted
     }
 
     mutating func count(_ reason: APNsRejection) { reasonCounts[reason.index] += 1 }

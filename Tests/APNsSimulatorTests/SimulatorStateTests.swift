@@ -1,0 +1,40 @@
+@testable import APNsSimulator
+import Testing
+
+@Suite("Simulator state: delivery ring and device views")
+struct SimulatorStateTests {
+    static func record(_ number: Int, token: String) -> DeliveryRecord {
+        DeliveryRecord(time: Double(number), kind: .device, token: token, channel: nil, bundleID: "com.example.app", priority: 10,
+                       apnsID: "id-\(number)", uniqueID: "unique-\(number)", topic: "com.example.app.push-type.liveactivity",
+                       pushType: "liveactivity", expiration: nil, collapseID: nil, event: "update", timestamp: Double(number),
+                       aps: "{}")
+    }
+
+    @Test func fullRingEvictsOldestAndHandsItBack() {
+        var configuration = APNsSimulatorConfiguration(teamID: "TEAM123456", keys: [:], apps: ["com.example.app"])
+        configuration.deliveryMemoryCapacity = 3
+        var state = SimulatorState(configuration: configuration)
+        var evicted: [String] = []
+        for number in 1...5 {
+            if let old = state.recordAccepted(Self.record(number, token: "t\(number)"), event: .update, contentState: "{}") {
+                evicted.append(old.apnsID)
+            }
+        }
+        #expect(evicted == ["id-1", "id-2"])
+        #expect(state.deliveries.map(\.apnsID) == ["id-3", "id-4", "id-5"])
+        #expect(state.stats.accepted == 5)
+    }
+
+    @Test func tokensSharingATailKeepSeparateViews() {
+        let configuration = APNsSimulatorConfiguration(teamID: "TEAM123456", keys: [:], apps: ["com.example.app"])
+        var state = SimulatorState(configuration: configuration)
+        let tail = String(repeating: "0", count: 96)
+        let tokens = (1...50).map { String(repeating: String($0 % 10), count: 64) + tail }
+        for (number, token) in tokens.enumerated() {
+            state.recordAccepted(Self.record(number, token: token), event: .update, contentState: "{\"n\":\(number)}")
+        }
+        #expect(state.deviceViews.count == 10)
+        #expect(state.deviceViews.view(tokens[0])?.applied == 5)
+        #expect(state.deviceViews.view(tokens[9])?.contentState == "{\"n\":49}")
+    }
+}
