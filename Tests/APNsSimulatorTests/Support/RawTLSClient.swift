@@ -3,13 +3,12 @@ import Foundation
 /// `openssl s_client` as a TLS client that says only what a test writes to it (raw HTTP/2 frames, or
 /// nothing at all) and keeps its side open: it exits when the simulator closes the connection.
 final class RawTLSClient: @unchecked Sendable {
-    // @unchecked: the Process and pipes are only touched from the test's task; `received` is behind its own lock.
+    // @unchecked: the Process and pipes are only touched from the test's task; what was read is behind PipeDrain's lock.
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
     private let errors = Pipe()
-    private let received = NSLock()
-    private var bytes = Data()
+    private let drain: PipeDrain
 
     init(port: Int) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
@@ -17,18 +16,12 @@ final class RawTLSClient: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
-        output.fileHandleForReading.readabilityHandler = { [weak self, received] handle in
-            let data = handle.availableData
-            received.lock()
-            self?.bytes.append(data)
-            received.unlock()
-        }
+        drain = PipeDrain(output.fileHandleForReading)
         try process.run()
     }
 
     deinit {
         if process.isRunning { process.terminate() }
-        output.fileHandleForReading.readabilityHandler = nil
     }
 
     /// s_client's own messages (for failure descriptions); read only after it exited.
@@ -38,11 +31,7 @@ final class RawTLSClient: @unchecked Sendable {
 
     func send(_ data: [UInt8]) { input.fileHandleForWriting.write(Data(data)) }
 
-    var receivedBytes: Data {
-        received.lock()
-        defer { received.unlock() }
-        return bytes
-    }
+    var receivedBytes: Data { drain.data }
 
     /// Polls until the simulator has closed the connection (s_client exited) or `seconds` passed.
     func waitUntilClosed(seconds: Double = 10) async throws -> Bool {

@@ -126,23 +126,16 @@ final class SimulatorHarness: Sendable {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        let collected = Mutex<(Data, Data)>((Data(), Data()))
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            collected.withLock { $0.0.append(data) }
-        }
-        err.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            collected.withLock { $0.1.append(data) }
-        }
+        let stdoutDrain = PipeDrain(out.fileHandleForReading)
+        let stderrDrain = PipeDrain(err.fileHandleForReading)
         let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do { try process.run() } catch { continuation.resume(throwing: error) }
         }
-        out.fileHandleForReading.readabilityHandler = nil
-        err.fileHandleForReading.readabilityHandler = nil
-        let rest = (out.fileHandleForReading.readDataToEndOfFile(), err.fileHandleForReading.readDataToEndOfFile())
-        let (stdout, stderr) = collected.withLock { ($0.0 + rest.0, $0.1 + rest.1) }
+        // The child has exited: both pipes reach their end promptly. Wait off the cooperative pool.
+        let (stdout, stderr) = await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: (stdoutDrain.waitForEnd(), stderrDrain.waitForEnd())) }
+        }
         return ProcessResult(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
     }
 }
