@@ -27,7 +27,7 @@ let package = Package(
         // MARK: Adapters around C
         .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"], swiftSettings: strict),
         .target(name: "FanoutKafka", dependencies: ["CRdKafka"], swiftSettings: strict),
-        .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "CCurl", "CCurlShim"], swiftSettings: strict),
+        .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "CCurl", "CCurlShim", "CNghttp2"], swiftSettings: strict),
         .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "CNghttp2"], swiftSettings: strict),
 
         // MARK: The product

@@ -1,16 +1,27 @@
 import APNsModel
 import Foundation
+import Synchronization
 
-/// Fanout's transport to APNs: HTTP/2 over TLS via libcurl's multi interface, multiplexed over a
-/// small pool of long-lived connections, with token auth from a shared `ProviderTokenCache`.
+/// Fanout's transport to APNs: HTTP/2 over TLS, multiplexed over a small pool of long-lived
+/// connections, with token auth from a shared `ProviderTokenCache`. The HTTP/2 implementation is
+/// `configuration.transport`: libcurl's multi interface (`.curl`) or nghttp2 sessions over OpenSSL
+/// (`.nghttp2`); both keep every guarantee below.
 ///
-/// Threading: one dedicated thread per client drives libcurl (never Swift's cooperative pool).
+/// Threading: one dedicated thread per client drives the transport (never Swift's cooperative pool).
 /// `send` only enqueues (bounded; throws `.queueFull`), and completions run on that thread: keep
 /// them short. Guarantees: every accepted request completes exactly once, with an HTTP response,
 /// a transport failure (classified `.retry`), or a shutdown failure; a connection that dies fails
-/// its in-flight requests as `.retry`, never drops them.
+/// its in-flight requests as `.retry`, never drops them. Stream limit: a fresh connection carries one
+/// request until the first authenticated response, then up to the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS capped by `maxConcurrentStreamsPerConnection`. A connection that
+/// fails (reset, GOAWAY refusing requests, timeout, TLS) reconnects after a jittered exponential backoff.
 ///
-/// Keep-alive: libcurl 7.88's `curl_easy_upkeep` only reaches connections of the easy interface's
+/// Keep-alive with `.nghttp2`: an HTTP/2 PING after `upkeepInterval` of silence; no answer within
+/// `pingTimeout` fails the connection's in-flight requests as `.retry` and reconnects. A GOAWAY's
+/// error code, last stream id and debug reason are surfaced (`stats.lastGoAway`, and in the
+/// `transportFailure` of the requests it refused); requests at or below its last stream id finish normally.
+///
+/// Keep-alive with `.curl`: libcurl 7.88's `curl_easy_upkeep` only reaches connections of the easy interface's
 /// own cache, not a multi handle's, so idle connections are kept with TCP keep-alive
 /// (`upkeepInterval`) and re-probed with a single request after that much idle time.
 public final class APNsClient: Sendable {
@@ -18,7 +29,7 @@ public final class APNsClient: Sendable {
     private let queue: SubmissionQueue
     private let counters = APNsClientCounters()
     private let finished = ShutdownSignal()
-    private let wakeup: CurlMulti
+    private let engine: any TransportEngine
 
     /// Point-in-time numbers for metrics and health.
     public struct Stats: Sendable, Hashable {
@@ -27,15 +38,35 @@ public final class APNsClient: Sendable {
         /// Connections established or being established (not idle-fresh, not backing off).
         public var connections: Int
         public var completed: Int
+        /// `.nghttp2` only (0 / nil with `.curl`): PING ACKs received, the latest
+        /// SETTINGS_MAX_CONCURRENT_STREAMS a server sent, and the latest GOAWAY received.
+        public var pingsAcknowledged: Int
+        public var serverMaxConcurrentStreams: Int?
+        public var lastGoAway: GoAway?
+    }
+
+    /// A GOAWAY frame as received: the HTTP/2 error code (0 is NO_ERROR), the last stream the server
+    /// processed, and the `reason` of its JSON debug data (or the raw debug text when not JSON).
+    public struct GoAway: Sendable, Hashable, CustomStringConvertible {
+        public var errorCode: UInt32
+        public var errorName: String
+        public var lastStreamID: Int32
+        public var reason: String?
+
+        public var description: String {
+            "GOAWAY \(errorName) (last stream \(lastStreamID)" + (reason.map { ", reason \($0)" } ?? "") + ")"
+        }
     }
 
     public init(configuration: APNsClientConfiguration) throws {
         try configuration.validate()
         self.configuration = configuration
         queue = SubmissionQueue(capacity: configuration.maxQueued)
-        let engine = try APNsTransportEngine(configuration: configuration, queue: queue, counters: counters,
-                                             finished: finished)
-        wakeup = engine.wakeupMulti
+        let engine: any TransportEngine = switch configuration.transport {
+        case .curl: try CurlTransportEngine(configuration: configuration, queue: queue, counters: counters, finished: finished)
+        case .nghttp2: try HTTP2TransportEngine(configuration: configuration, queue: queue, counters: counters, finished: finished)
+        }
+        self.engine = engine
         let thread = Thread { engine.run() }
         thread.name = "fanout-apns"
         thread.stackSize = 1 << 20
@@ -45,7 +76,7 @@ public final class APNsClient: Sendable {
     deinit {
         // Without an explicit shutdown, stop now: queued and in-flight requests fail as retryable.
         queue.close(deadline: .now)
-        wakeup.wakeup()
+        engine.wakeup()
     }
 
     /// Enqueues `request`; `completion` runs once on the client thread. Throws `.queueFull`,
@@ -70,7 +101,7 @@ public final class APNsClient: Sendable {
     func perform(_ request: APNsHTTPRequest, completion: @escaping @Sendable (APNsHTTPResponse) -> Void) throws(APNsClientError) {
         guard let credentials = configuration.credentials[request.bundleID] else { throw .unknownApp(request.bundleID) }
         if try queue.append(Submission(request: request, credentials: credentials, completion: completion)) {
-            wakeup.wakeup()
+            engine.wakeup()
         }
     }
 
@@ -89,14 +120,17 @@ public final class APNsClient: Sendable {
     /// whatever is left (each exactly once, as `.retry`) and stops the thread.
     public func shutdown(deadline: ContinuousClock.Instant) async {
         queue.close(deadline: deadline)
-        wakeup.wakeup()
+        engine.wakeup()
         await finished.wait()
     }
 
     public var stats: Stats {
         Stats(inFlight: counters.inFlight.load(ordering: .relaxed), queued: queue.count,
               connections: counters.connections.load(ordering: .relaxed),
-              completed: counters.completed.load(ordering: .relaxed))
+              completed: counters.completed.load(ordering: .relaxed),
+              pingsAcknowledged: counters.pingsAcknowledged.load(ordering: .relaxed),
+              serverMaxConcurrentStreams: Optional(counters.serverMaxConcurrentStreams.load(ordering: .relaxed)).flatMap { $0 < 0 ? nil : $0 },
+              lastGoAway: counters.lastGoAway.withLock { $0 })
     }
 
     static func result(for error: APNsClientError) -> APNsResult {

@@ -13,7 +13,18 @@ public struct APNsClientConfiguration: Sendable {
         case custom(baseURL: String, caFile: String?)
     }
 
+    /// Which HTTP/2 implementation carries the requests. Both honour every bound and guarantee of
+    /// `APNsClient`; only `.nghttp2` can PING idle connections, surface GOAWAY's code and reason, and
+    /// read the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    public enum Transport: String, Sendable, Hashable, CaseIterable {
+        /// libcurl's multi interface (one multi handle per pooled connection).
+        case curl
+        /// nghttp2 sessions over OpenSSL on non-blocking sockets, driven by epoll.
+        case nghttp2
+    }
+
     public var endpoint: Endpoint
+    public var transport: Transport
     /// 443 or 2197 for Apple push hosts; ignored for custom endpoints (the URL carries the port).
     public var port: Int?
     /// Long-lived HTTP/2 connections in this client's pool (each its own libcurl multi).
@@ -28,10 +39,14 @@ public struct APNsClientConfiguration: Sendable {
     /// From hand-off to libcurl to the response.
     public var requestTimeout: Duration
     public var connectTimeout: Duration
-    /// TCP keep-alive idle time on every connection (libcurl 7.88 cannot send HTTP/2 PINGs on a
-    /// multi handle's connections; see the client docs), and the idle time after which a connection
-    /// is re-probed with a single request before opening up again.
+    /// Keep-alive for idle connections. `.nghttp2`: an HTTP/2 PING after this much silence on a
+    /// connection. `.curl`: TCP keep-alive idle time (libcurl 7.88 cannot send HTTP/2 PINGs on a multi
+    /// handle's connections; see the client docs), and the idle time after which a connection is
+    /// re-probed with a single request before opening up again.
     public var upkeepInterval: Duration
+    /// `.nghttp2` only: a PING unanswered this long means the connection is dead (its in-flight
+    /// requests fail as retryable and it reconnects).
+    public var pingTimeout: Duration
     /// Reconnect backoff after a connection failure: doubles from `minimum` up to `maximum`, full jitter.
     public var reconnectBackoff: (minimum: Duration, maximum: Duration)
     /// Credentials by bundle id. Several apps and keys can be configured at once.
@@ -42,10 +57,11 @@ public struct APNsClientConfiguration: Sendable {
     public init(endpoint: Endpoint, credentials: [String: APNsCredentials], port: Int? = nil, connections: Int = 2,
                 maxConcurrentStreamsPerConnection: Int = 500, maxInFlight: Int = 1000, maxQueued: Int = 10_000,
                 requestTimeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
-                upkeepInterval: Duration = .seconds(60),
+                upkeepInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
                 reconnectBackoff: (minimum: Duration, maximum: Duration) = (.milliseconds(100), .seconds(30)),
-                tokenCache: ProviderTokenCache = .shared) {
+                tokenCache: ProviderTokenCache = .shared, transport: Transport = .curl) {
         self.endpoint = endpoint
+        self.transport = transport
         self.credentials = credentials
         self.port = port
         self.connections = connections
@@ -55,6 +71,7 @@ public struct APNsClientConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.connectTimeout = connectTimeout
         self.upkeepInterval = upkeepInterval
+        self.pingTimeout = pingTimeout
         self.reconnectBackoff = reconnectBackoff
         self.tokenCache = tokenCache
     }
@@ -82,8 +99,11 @@ public struct APNsClientConfiguration: Sendable {
         }
         guard maxInFlight >= 1 else { throw bad("maxInFlight must be at least 1, got \(maxInFlight)") }
         guard maxQueued >= 1 else { throw bad("maxQueued must be at least 1, got \(maxQueued)") }
-        guard requestTimeout > .zero, connectTimeout > .zero, upkeepInterval > .zero else {
+        guard requestTimeout > .zero, connectTimeout > .zero, upkeepInterval > .zero, pingTimeout > .zero else {
             throw bad("timeouts and the upkeep interval must be positive")
+        }
+        guard reconnectBackoff.minimum > .zero, reconnectBackoff.maximum >= reconnectBackoff.minimum else {
+            throw bad("reconnect backoff needs 0 < minimum <= maximum")
         }
         if case .apple = endpoint, let port, port != 443 && port != 2197 {
             throw bad("APNs push hosts listen on 443 or 2197, not \(port)")
@@ -106,6 +126,8 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
     case unknownApp(String)
     /// libcurl could not be set up.
     case curl(String)
+    /// The nghttp2 transport could not be set up (sockets, epoll, TLS context, nghttp2).
+    case transportSetup(String)
 
     public var description: String {
         switch self {
@@ -114,6 +136,7 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
         case .shutDown: "APNs client is shut down"
         case .unknownApp(let bundle): "no APNs credentials configured for app '\(bundle)'"
         case .curl(let text): "libcurl: \(text)"
+        case .transportSetup(let text): "APNs transport setup: \(text)"
         }
     }
 }

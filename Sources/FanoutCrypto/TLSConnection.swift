@@ -1,7 +1,8 @@
 import COpenSSL
 import COpenSSLShim
 
-/// One server-side TLS session over a non-blocking socket.
+/// One TLS session (server side from `TLSServerContext`, client side from `TLSClientContext`) over a
+/// non-blocking socket.
 ///
 /// Owns the `SSL` object (freed in `deinit`), not the socket. Not thread-safe: exactly one event-loop
 /// thread drives it, which is why it is not `Sendable`.
@@ -22,10 +23,15 @@ public final class TLSConnection {
         case failed(String)
     }
 
-    init(owning ssl: OpaquePointer, socket: Int32) throws {
+    enum Role { case server, client }
+
+    init(owning ssl: OpaquePointer, socket: Int32, role: Role = .server) throws {
         self.ssl = ssl
         guard SSL_set_fd(ssl, socket) == 1 else { throw TLSError.fromQueue("SSL_set_fd") }
-        SSL_set_accept_state(ssl)
+        switch role {
+        case .server: SSL_set_accept_state(ssl)
+        case .client: SSL_set_connect_state(ssl)
+        }
     }
 
     deinit { SSL_free(ssl) }
@@ -55,6 +61,25 @@ public final class TLSConnection {
     }
 
     public var isHandshakeDone: Bool { SSL_is_init_finished(ssl) == 1 }
+
+    /// Advances the handshake: `.bytes(0)` once it is complete, `.wantRead`/`.wantWrite` while it
+    /// waits for the socket, `.failed` with the reason (a failed certificate check names the check).
+    public func handshake() -> IOResult {
+        let result = SSL_do_handshake(ssl)
+        if result == 1 { return .bytes(0) }
+        let outcome = classify(result, operation: "TLS handshake")
+        switch outcome {
+        case .failed, .closed:
+            let verify = SSL_get_verify_result(ssl)
+            if verify != X509_V_OK {
+                return .failed("certificate verification failed: \(String(cString: X509_verify_cert_error_string(verify)))")
+            }
+            if case .closed = outcome { return .failed("TLS handshake: the server closed the connection") }
+            return outcome
+        default:
+            return outcome
+        }
+    }
 
     /// Sends close_notify without waiting for the peer's (best effort; the socket closes next).
     public func shutdown() {

@@ -9,18 +9,20 @@ import FanoutCrypto
 /// multiplexing, bounds, and exactly-once completion. APNs semantics are tested against the simulator.
 @Suite(.enabled(if: NghttpdServer.isAvailable, "nghttpd (Debian nghttp2-server) is not installed"))
 struct NghttpdTransportTests {
-    func client(_ server: NghttpdServer, connections: Int = 2, maxInFlight: Int = 200, maxQueued: Int = 20_000,
+    static let transports = APNsClientConfiguration.Transport.allCases
+
+    func client(_ server: NghttpdServer, _ transport: APNsClientConfiguration.Transport, connections: Int = 2, maxInFlight: Int = 200, maxQueued: Int = 20_000,
                 cache: ProviderTokenCache = ProviderTokenCache()) throws -> APNsClient {
         try APNsClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: server.baseURL, caFile: server.caFile),
             credentials: TestApps.credentials(key: try P256PrivateKey.generate()), connections: connections,
             maxConcurrentStreamsPerConnection: 100, maxInFlight: maxInFlight, maxQueued: maxQueued,
-            requestTimeout: .seconds(20), tokenCache: cache))
+            requestTimeout: .seconds(20), tokenCache: cache, transport: transport))
     }
 
-    @Test func deliversAndClassifies404() async throws {
+    @Test(arguments: transports) func deliversAndClassifies404(transport: APNsClientConfiguration.Transport) async throws {
         let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
-        let client = try client(server)
+        let client = try client(server, transport)
         let ok = await client.send(try TestApps.push())
         #expect(ok.status == 200)
         #expect(ok.outcome == .delivered)
@@ -30,9 +32,9 @@ struct NghttpdTransportTests {
         await client.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func tenThousandConcurrentSendsEachCompleteOnce() async throws {
+    @Test(arguments: transports) func tenThousandConcurrentSendsEachCompleteOnce(transport: APNsClientConfiguration.Transport) async throws {
         let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
-        let client = try client(server)
+        let client = try client(server, transport)
         let total = 10_000
         let seen = Mutex<[Int: Int]>([:])
         let done = Atomic<Int>(0)
@@ -61,9 +63,9 @@ struct NghttpdTransportTests {
         await client.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func fullQueueIsAnErrorNotADrop() async throws {
+    @Test(arguments: transports) func fullQueueIsAnErrorNotADrop(transport: APNsClientConfiguration.Transport) async throws {
         let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
-        let client = try client(server, maxInFlight: 1, maxQueued: 3)
+        let client = try client(server, transport, maxInFlight: 1, maxQueued: 3)
         var accepted = 0
         var rejected = 0
         let completions = Atomic<Int>(0)
@@ -81,21 +83,22 @@ struct NghttpdTransportTests {
         #expect(completions.load(ordering: .relaxed) == accepted)
     }
 
-    @Test func untrustedServerFailsTLSAsRetry() async throws {
+    @Test(arguments: transports) func untrustedServerFailsTLSAsRetry(transport: APNsClientConfiguration.Transport) async throws {
         let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
         // No CA file: the throwaway CA is not trusted, so verification must fail.
         let client = try APNsClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: server.baseURL, caFile: nil),
-            credentials: TestApps.credentials(key: try P256PrivateKey.generate()), tokenCache: ProviderTokenCache()))
+            credentials: TestApps.credentials(key: try P256PrivateKey.generate()), tokenCache: ProviderTokenCache(),
+            transport: transport))
         let result = await client.send(try TestApps.push())
         #expect(result.status == nil)
         guard case .retry = result.outcome else { Issue.record("expected retry, got \(result.outcome)"); return }
         await client.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func shutdownDeadlineFailsQueuedRequestsOnce() async throws {
+    @Test(arguments: transports) func shutdownDeadlineFailsQueuedRequestsOnce(transport: APNsClientConfiguration.Transport) async throws {
         let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: ""])
-        let client = try client(server, maxInFlight: 1, maxQueued: 1000)
+        let client = try client(server, transport, maxInFlight: 1, maxQueued: 1000)
         let count = Atomic<Int>(0)
         for n in 0..<500 { try client.send(try TestApps.push(n)) { _ in count.add(1, ordering: .relaxed) } }
         await client.shutdown(deadline: .now)

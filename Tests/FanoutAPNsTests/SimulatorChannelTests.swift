@@ -6,11 +6,12 @@ import Testing
 import FanoutCrypto
 
 @Suite struct SimulatorChannelTests {
-    @Test func createReadListBroadcastDelete() async throws {
+    @Test(arguments: APNsClientConfiguration.Transport.allCases)
+    func createReadListBroadcastDelete(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness(broadcast: true)
         let channels = try APNsChannelClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: harness.simulator.managementURL, caFile: harness.simulator.caCertificatePath),
-            credentials: TestApps.credentials(key: harness.key), connections: 1, tokenCache: harness.cache))
+            credentials: TestApps.credentials(key: harness.key), connections: 1, tokenCache: harness.cache, transport: transport))
         let id = try await channels.create(bundleID: TestApps.bundleID, storagePolicy: .noMessageStored)
         #expect(!id.isEmpty)
         let channel = try await channels.read(bundleID: TestApps.bundleID, channelID: id)
@@ -18,7 +19,7 @@ import FanoutCrypto
         #expect(try await channels.list(bundleID: TestApps.bundleID).contains(id))
 
         // Broadcast to it on the push host.
-        let pushes = try harness.client()
+        let pushes = try harness.client(transport)
         let broadcast = try APNsRequest.broadcast(channelID: id, bundleID: TestApps.bundleID,
                                                   payload: TestApps.updatePayload(), priority: .immediate, expiration: 0)
         let sent = await pushes.send(broadcast)

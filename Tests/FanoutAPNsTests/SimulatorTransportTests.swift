@@ -21,7 +21,7 @@ final class SimulatorHarness: Sendable {
     let clock = FakeUnixClock()
     let cache: ProviderTokenCache
 
-    init(faults: APNsSimulatorFaults = APNsSimulatorFaults(), broadcast: Bool = false) throws {
+    init(faults: APNsSimulatorFaults = APNsSimulatorFaults(), broadcast: Bool = false, maxConcurrentStreams: Int = 1000) throws {
         key = try P256PrivateKey.generate()
         let clock = self.clock
         var configuration = APNsSimulatorConfiguration(teamID: TestApps.teamID,
@@ -29,6 +29,7 @@ final class SimulatorHarness: Sendable {
                                                        apps: [TestApps.bundleID])
         if broadcast { configuration.broadcastApps = [TestApps.bundleID] }
         configuration.faults = faults
+        configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.threads = 1
         configuration.clock = { Double(clock.now) }
         simulator = try APNsSimulator(configuration: configuration)
@@ -36,15 +37,16 @@ final class SimulatorHarness: Sendable {
         cache = ProviderTokenCache(now: { clock.now })
     }
 
-    func client(connections: Int = 2, maxInFlight: Int = 1000, maxQueued: Int = 20_000, key: P256PrivateKey? = nil,
-                keyID: String = TestApps.keyID, management: Bool = false) throws -> APNsClient {
+    func client(_ transport: APNsClientConfiguration.Transport = .curl, connections: Int = 2, maxInFlight: Int = 1000,
+                maxQueued: Int = 20_000, key: P256PrivateKey? = nil, keyID: String = TestApps.keyID, management: Bool = false,
+                upkeepInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10)) throws -> APNsClient {
         try APNsClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: management ? simulator.managementURL : simulator.deviceURL,
                               caFile: simulator.caCertificatePath),
             credentials: [TestApps.bundleID: APNsCredentials(teamID: TestApps.teamID, keyID: keyID, key: key ?? self.key)],
             connections: connections, maxConcurrentStreamsPerConnection: 500, maxInFlight: maxInFlight,
-            maxQueued: maxQueued, requestTimeout: .seconds(30),
-            reconnectBackoff: (.milliseconds(10), .milliseconds(200)), tokenCache: cache))
+            maxQueued: maxQueued, requestTimeout: .seconds(30), upkeepInterval: upkeepInterval, pingTimeout: pingTimeout,
+            reconnectBackoff: (.milliseconds(10), .milliseconds(200)), tokenCache: cache, transport: transport))
     }
 
     deinit { simulator.stop() }
@@ -79,14 +81,17 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
     return (0..<count).compactMap { table[$0] }
 }
 
+/// The same APNs semantics over both transports.
 @Suite struct SimulatorTransportTests {
-    @Test func everyResponseClassRoundTrips() async throws {
+    static let transports = APNsClientConfiguration.Transport.allCases
+
+    @Test(arguments: transports) func everyResponseClassRoundTrips(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness()
         let gone = "cd" + String(repeating: "0", count: 62)
         let bad = "ef" + String(repeating: "0", count: 62)
         harness.simulator.registerToken(gone, state: .unregistered(timestampMillis: 1_700_000_000_123))
         harness.simulator.registerToken(bad, state: .bad)
-        let client = try harness.client()
+        let client = try harness.client(transport)
 
         let delivered = await client.send(try TestApps.push())
         #expect(delivered.status == 200)
@@ -112,13 +117,13 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         let otherApp = try APNsClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: harness.simulator.deviceURL, caFile: harness.simulator.caCertificatePath),
             credentials: ["com.example.other": APNsCredentials(teamID: TestApps.teamID, keyID: TestApps.keyID, key: harness.key)],
-            tokenCache: harness.cache))
+            tokenCache: harness.cache, transport: transport))
         let wrongTopic = await otherApp.send(try APNsRequest.liveActivity(deviceToken: TestApps.token, bundleID: "com.example.other",
                                                                           payload: TestApps.updatePayload(), priority: .conserve))
         guard case .configError = wrongTopic.outcome else { Issue.record("expected configError, got \(wrongTopic)"); return }
 
         // A key the server does not know: InvalidProviderToken, a configuration error.
-        let stranger = try harness.client(key: try P256PrivateKey.generate(), keyID: "UNKNOWNKEY")
+        let stranger = try harness.client(transport, key: try P256PrivateKey.generate(), keyID: "UNKNOWNKEY")
         let invalid = await stranger.send(try TestApps.push())
         #expect(invalid.reason == .invalidProviderToken)
         #expect(invalid.outcome == .configError(reason: "InvalidProviderToken", status: 403))
@@ -136,10 +141,10 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         for each in [client, otherApp, stranger] { await each.shutdown(deadline: .now + .seconds(5)) }
     }
 
-    @Test func expiredProviderTokenIsRefreshedOnceAndNeverTooOften() async throws {
+    @Test(arguments: transports) func expiredProviderTokenIsRefreshedOnceAndNeverTooOften(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness()
-        let first = try harness.client()
-        let second = try harness.client()   // a second lane: same cache, so the same JWT
+        let first = try harness.client(transport)
+        let second = try harness.client(transport)   // a second lane: same cache, so the same JWT
         for result in try await sendAll(first, count: 50) + sendAll(second, count: 50) {
             #expect(result.outcome == .delivered)
         }
@@ -160,13 +165,13 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         await second.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func expiredProviderTokenComesBackAsRefreshAuth() async throws {
+    @Test(arguments: transports) func expiredProviderTokenComesBackAsRefreshAuth(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness()
         // A cache whose clock runs 70 minutes behind the server's: its JWTs look expired to APNs.
         let behind = ProviderTokenCache(refreshInterval: .seconds(3600), now: { harness.clock.now - 70 * 60 })
         let client = try APNsClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: harness.simulator.deviceURL, caFile: harness.simulator.caCertificatePath),
-            credentials: TestApps.credentials(key: harness.key), tokenCache: behind))
+            credentials: TestApps.credentials(key: harness.key), tokenCache: behind, transport: transport))
         let rejected = await client.send(try TestApps.push())
         #expect(rejected.status == 403)
         #expect(rejected.reason == .expiredProviderToken)
@@ -177,20 +182,20 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         await client.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func freshConnectionsRespectTheSingleStreamBeforeAuth() async throws {
+    @Test(arguments: transports) func freshConnectionsRespectTheSingleStreamBeforeAuth(transport: APNsClientConfiguration.Transport) async throws {
         // 300 pushes fired at once at a brand-new client: the first request on each connection goes
         // alone; if the client opened more streams than the server's initial limit of 1, the
         // simulator would refuse/reset them and they would come back as retry, not delivered.
         let harness = try SimulatorHarness()
-        let client = try harness.client(connections: 3)
+        let client = try harness.client(transport, connections: 3)
         let results = try await sendAll(client, count: 300)
         #expect(results.allSatisfy { $0.outcome == .delivered }, "\(results.first { $0.outcome != .delivered }.map { "\($0)" } ?? "")")
         await client.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func goAwayMidFlightLosesNothing() async throws {
+    @Test(arguments: transports) func goAwayMidFlightLosesNothing(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness(faults: APNsSimulatorFaults(goAwayAfterRequests: 100))
-        let client = try harness.client(connections: 2)
+        let client = try harness.client(transport, connections: 2)
         let results = try await sendAll(client, count: 2000)
         var delivered = 0
         for result in results {
@@ -206,9 +211,9 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         await client.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func connectionResetsLoseNothing() async throws {
+    @Test(arguments: transports) func connectionResetsLoseNothing(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness(faults: APNsSimulatorFaults(connectionResetRate: 0.02))
-        let client = try harness.client(connections: 2)
+        let client = try harness.client(transport, connections: 2)
         let results = try await sendAll(client, count: 2000)
         let retried = results.filter { if case .retry = $0.outcome { return true } else { return false } }.count
         let delivered = results.filter { $0.outcome == .delivered }.count
@@ -217,9 +222,9 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         await client.shutdown(deadline: .now + .seconds(5))
     }
 
-    @Test func tenThousandConcurrentSends() async throws {
+    @Test(arguments: transports) func tenThousandConcurrentSends(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness()
-        let client = try harness.client(connections: 2, maxInFlight: 1000, maxQueued: 10_000)
+        let client = try harness.client(transport, connections: 2, maxInFlight: 1000, maxQueued: 10_000)
         let results = try await sendAll(client, count: 10_000) { n in String(format: "%064x", n) }
         // libcurl 7.88 occasionally loses a multiplexed connection under this load (curl 16/55/56, seen
         // in the plain-C ceiling program too); those requests must come back as transport retries.

@@ -6,8 +6,8 @@
 /// HTTP answer that is not a provider-token rejection opens it up to our cap (libcurl/nghttp2 then
 /// also honour the server's SETTINGS_MAX_CONCURRENT_STREAMS). A transport failure (reset, GOAWAY,
 /// timeout, TLS) puts the connection into exponential backoff with full jitter, after which it is
-/// fresh again. A connection idle longer than `idleReprobe` is treated as fresh, because libcurl may
-/// have silently replaced a dead one.
+/// fresh again. With libcurl, a connection idle longer than `idleReprobe` is treated as fresh, because
+/// libcurl may have silently replaced a dead one (the nghttp2 transport knows, and passes nil).
 struct ConnectionGate {
     enum Phase: Equatable {
         case fresh
@@ -29,11 +29,11 @@ struct ConnectionGate {
     private(set) var consecutiveFailures = 0
     private(set) var lastActivity: ContinuousClock.Instant
     let streamCap: Int
-    let idleReprobe: Duration
+    let idleReprobe: Duration?
     let backoffMinimum: Duration
     let backoffMaximum: Duration
 
-    init(streamCap: Int, idleReprobe: Duration, backoffMinimum: Duration, backoffMaximum: Duration,
+    init(streamCap: Int, idleReprobe: Duration?, backoffMinimum: Duration, backoffMaximum: Duration,
          now: ContinuousClock.Instant) {
         self.streamCap = streamCap
         self.idleReprobe = idleReprobe
@@ -48,7 +48,7 @@ struct ConnectionGate {
         case .fresh, .probing:
             return 1
         case .open:
-            if inFlight == 0 && now - lastActivity > idleReprobe {
+            if inFlight == 0, let idleReprobe, now - lastActivity > idleReprobe {
                 phase = .fresh
                 return 1
             }
@@ -98,6 +98,15 @@ struct ConnectionGate {
             consecutiveFailures += 1
             epoch += 1
             phase = .backingOff(until: now + ceiling * max(0, min(1, jitter)))
+        }
+    }
+
+    /// The connection closed without losing a request (a drained GOAWAY, a server closing an idle
+    /// connection): the next one is probed again, without backoff. A backoff in progress stays.
+    mutating func connectionClosed() {
+        switch phase {
+        case .probing, .open: phase = .fresh
+        case .fresh, .backingOff: break
         }
     }
 

@@ -10,20 +10,20 @@ import Synchronization
 /// Everything here runs on the one dedicated thread the client starts (never on Swift's cooperative
 /// pool: `curl_multi_poll` blocks). Other threads only touch `queue` (Mutex), `counters` (atomics)
 /// and `connections[0].multi.wakeup()` (thread-safe in libcurl).
-final class APNsTransportEngine: @unchecked Sendable {
+final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
     // @unchecked: the mutable state below is confined to the transport thread; the cross-thread
     // parts (queue, counters, the wakeup multi) are Sendable themselves.
     let configuration: APNsClientConfiguration
     let queue: SubmissionQueue
     let counters: APNsClientCounters
     let finished: ShutdownSignal
-    let connections: [APNsConnection]
-    private var idleTransfers: [APNsTransfer] = []
+    let connections: [CurlConnection]
+    private var idleTransfers: [CurlTransfer] = []
     private var inFlight = 0
     private let clock = ContinuousClock()
     private let baseURL: String
     private var batch: [Submission] = []
-    private var done: [(APNsTransfer, CURLcode)] = []
+    private var done: [(CurlTransfer, CURLcode)] = []
     private var waitFDs: UnsafeMutablePointer<curl_waitfd>
     private let waitFDCapacity = 256
 
@@ -35,9 +35,9 @@ final class APNsTransportEngine: @unchecked Sendable {
         self.finished = finished
         baseURL = configuration.baseURL
         let now = ContinuousClock.now
-        var pool: [APNsConnection] = []
+        var pool: [CurlConnection] = []
         for index in 0..<configuration.connections {
-            pool.append(try APNsConnection(index: index, configuration: configuration, now: now))
+            pool.append(try CurlConnection(index: index, configuration: configuration, now: now))
         }
         connections = pool
         waitFDs = .allocate(capacity: waitFDCapacity)
@@ -47,8 +47,8 @@ final class APNsTransportEngine: @unchecked Sendable {
 
     deinit { waitFDs.deallocate() }
 
-    /// The multi handle used to wake the loop from other threads.
-    var wakeupMulti: CurlMulti { connections[0].multi }
+    /// Wakes the loop through the first multi handle (curl_multi_wakeup is thread-safe).
+    func wakeup() { connections[0].multi.wakeup() }
 
     func run() {
         while true {
@@ -92,7 +92,7 @@ final class APNsTransportEngine: @unchecked Sendable {
     }
 
     private func start(_ submission: Submission, now: ContinuousClock.Instant) {
-        var best: APNsConnection?
+        var best: CurlConnection?
         for connection in connections {
             let free = connection.gate.capacity(inFlight: connection.inFlight, now: now) - connection.inFlight
             if free > 0, best == nil || connection.inFlight < best!.inFlight { best = connection }
@@ -110,7 +110,7 @@ final class APNsTransportEngine: @unchecked Sendable {
             return
         }
         do {
-            let transfer = try idleTransfers.popLast() ?? APNsTransfer(configuration: configuration)
+            let transfer = try idleTransfers.popLast() ?? CurlTransfer(configuration: configuration)
             try transfer.prepare(submission.request, url: baseURL + submission.request.path,
                                  authorization: token.authorizationHeader)
             transfer.completion = submission.completion
@@ -143,24 +143,10 @@ final class APNsTransportEngine: @unchecked Sendable {
             transfer.credentials = nil
             idleTransfers.append(transfer)
 
-            var authenticated = true
-            if response.status == 403, let reason = response.errorBody().reason {
-                switch reason {
-                case .expiredProviderToken:
-                    authenticated = false
-                    if let credentials {
-                        // Fails only if signing fails; the next send reports that error itself.
-                        _ = try? configuration.tokenCache.tokenRejectedAsExpired(generation, for: credentials)
-                    }
-                case .invalidProviderToken, .missingProviderToken:
-                    authenticated = false
-                default:
-                    break
-                }
-            }
             // A stream-level HTTP/2 error (RST_STREAM) leaves the connection usable: no backoff for it.
             let streamOnly = code == CURLE_HTTP2_STREAM || code == CURLE_HTTP2
-            let event: ConnectionGate.Completion = response.status != nil ? .response(authenticated: authenticated)
+            let event: ConnectionGate.Completion = response.status != nil
+                ? .response(response, credentials: credentials, tokenGeneration: generation, tokenCache: configuration.tokenCache)
                 : streamOnly ? .response(authenticated: true) : .transportFailure
             connection.gate.completed(event,
                                       epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
@@ -210,54 +196,11 @@ final class APNsTransportEngine: @unchecked Sendable {
                 completion?(APNsHTTPResponse(status: nil, transportFailure: reason))
             }
         }
-        failQueued(reason: "client shut down before the request was sent")
-    }
-
-    private func failQueued(reason: String) {
-        while true {
-            batch.removeAll(keepingCapacity: true)
-            queue.take(upTo: 1024, into: &batch)
-            if batch.isEmpty { break }
-            for submission in batch { submission.completion(APNsHTTPResponse(status: nil, transportFailure: reason)) }
-        }
+        queue.failRemaining(reason: "client shut down before the request was sent", scratch: &batch)
     }
 
     private func publishCounters() {
         counters.inFlight.store(inFlight, ordering: .relaxed)
         counters.connections.store(connections.reduce(0) { $0 + ($1.gate.isConnectedOrConnecting ? 1 : 0) }, ordering: .relaxed)
     }
-}
-
-/// Counters the transport thread publishes for `APNsClient.stats`.
-final class APNsClientCounters: Sendable {
-    let inFlight = Atomic<Int>(0)
-    let connections = Atomic<Int>(0)
-    let completed = Atomic<Int>(0)
-}
-
-/// Fires once when the transport thread has finished; async waiters resume then.
-final class ShutdownSignal: Sendable {
-    private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func signal() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.done = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { state -> Bool in
-                if state.done { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-    }
-
-    var isDone: Bool { state.withLock { $0.done } }
 }

@@ -6,12 +6,12 @@ import CCurlShim
 /// gate each connection's stream count.
 ///
 /// Confined to the transport thread (the multi's `wakeup` is the only cross-thread call).
-final class APNsConnection {
+final class CurlConnection {
     let index: Int
     let multi: CurlMulti
     var gate: ConnectionGate
     /// The transfers on this connection; each knows its position (`slot`) for O(1) removal.
-    private(set) var transfers: [APNsTransfer] = []
+    private(set) var transfers: [CurlTransfer] = []
 
     init(index: Int, configuration: APNsClientConfiguration, now: ContinuousClock.Instant) throws(APNsClientError) {
         self.index = index
@@ -32,7 +32,7 @@ final class APNsConnection {
     var inFlight: Int { transfers.count }
 
     /// Hands `transfer` (already prepared) to libcurl on this connection.
-    func add(_ transfer: APNsTransfer) throws(APNsClientError) {
+    func add(_ transfer: CurlTransfer) throws(APNsClientError) {
         let code = curl_multi_add_handle(multi.handle, transfer.easy.handle)
         guard code == CURLM_OK else { throw .curl("curl_multi_add_handle: \(String(cString: curl_multi_strerror(code)))") }
         transfer.connectionIndex = index
@@ -41,7 +41,7 @@ final class APNsConnection {
     }
 
     /// Takes `transfer` back from libcurl (done or aborted).
-    func remove(_ transfer: APNsTransfer) {
+    func remove(_ transfer: CurlTransfer) {
         _ = curl_multi_remove_handle(multi.handle, transfer.easy.handle)
         let slot = transfer.slot
         let last = transfers.removeLast()
@@ -53,7 +53,7 @@ final class APNsConnection {
     }
 
     /// Drives libcurl and collects finished transfers with their result codes.
-    func perform(into done: inout [(APNsTransfer, CURLcode)]) {
+    func perform(into done: inout [(CurlTransfer, CURLcode)]) {
         var running: Int32 = 0
         _ = curl_multi_perform(multi.handle, &running)
         var remaining: Int32 = 0
@@ -62,7 +62,7 @@ final class APNsConnection {
             var context: UnsafeMutableRawPointer?
             _ = fanout_curl_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &context)
             guard let context else { continue }
-            let transfer = Unmanaged<APNsTransfer>.fromOpaque(context).takeUnretainedValue()
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
             done.append((transfer, message.pointee.data.result))
         }
     }

@@ -7,7 +7,7 @@ import CCurlShim
 /// Confined to the transport thread. libcurl's callbacks receive this object through an unretained
 /// pointer; the engine keeps the slot alive (in its pool or in a connection's in-flight list) for
 /// as long as the easy handle can call back.
-final class APNsTransfer {
+final class CurlTransfer {
     let easy: CurlEasy
     /// The request body; libcurl reads it in place (CURLOPT_POSTFIELDS), so it lives as long as the slot.
     private var body: UnsafeMutableRawBufferPointer
@@ -122,23 +122,11 @@ final class APNsTransfer {
 
     fileprivate func receiveHeader(_ line: UnsafeBufferPointer<UInt8>) {
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
-        let name = UnsafeBufferPointer(rebasing: line[..<colon])
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         while end > start, line[end - 1] == 0x0D || line[end - 1] == 0x0A || line[end - 1] == 0x20 { end -= 1 }
-        let value = UnsafeBufferPointer(rebasing: line[start..<end])
-        if Self.equalsIgnoringCase(name, "apns-id") {
-            response.apnsID = String(decoding: value, as: UTF8.self)
-        } else if Self.equalsIgnoringCase(name, "apns-unique-id") {
-            response.apnsUniqueID = String(decoding: value, as: UTF8.self)
-        } else if Self.equalsIgnoringCase(name, "apns-request-id") {
-            response.apnsRequestID = String(decoding: value, as: UTF8.self)
-        } else if Self.equalsIgnoringCase(name, "apns-channel-id") {
-            response.channelID = String(decoding: value, as: UTF8.self)
-        } else if Self.equalsIgnoringCase(name, "retry-after") {
-            response.retryAfterSeconds = Int(String(decoding: value, as: UTF8.self))
-        }
+        response.record(headerName: UnsafeBufferPointer(rebasing: line[..<colon]), value: UnsafeBufferPointer(rebasing: line[start..<end]))
     }
 
     fileprivate func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -146,19 +134,12 @@ final class APNsTransfer {
         response.body.append(contentsOf: bytes)
         return true
     }
-
-    private static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
-        guard bytes.count == name.utf8CodeUnitCount else { return false }
-        let expected = name.utf8Start
-        for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] | 0x20 { return false }
-        return true
-    }
 }
 
 private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
                                _ context: UnsafeMutableRawPointer?) -> Int {
     guard let data, let context else { return 0 }
-    let transfer = Unmanaged<APNsTransfer>.fromOpaque(context).takeUnretainedValue()
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length)
     // Returning less than `length` makes libcurl fail the transfer (body over the limit).
@@ -168,7 +149,7 @@ private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
 private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,
                                  _ context: UnsafeMutableRawPointer?) -> Int {
     guard let data, let context else { return 0 }
-    let transfer = Unmanaged<APNsTransfer>.fromOpaque(context).takeUnretainedValue()
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     transfer.receiveHeader(UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length))
     return length

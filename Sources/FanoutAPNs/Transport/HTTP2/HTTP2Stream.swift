@@ -1,0 +1,59 @@
+import APNsModel
+
+/// One request on the nghttp2 transport, from dispatch until its completion runs; reused afterwards.
+///
+/// Confined to the transport thread. nghttp2 knows a stream only through its stream user data (an
+/// unretained pointer to this object), which the connection clears before it lets the object go:
+/// the connection's `streams` list holds it while nghttp2 may call back for it.
+final class HTTP2Stream {
+    var request = APNsHTTPRequest(method: .post, path: "", headers: [], body: [], bundleID: "")
+    /// `bearer <jwt>`.
+    var authorization = ""
+    var bodyOffset = 0
+    var response = APNsHTTPResponse(status: nil)
+    /// Set when the client itself ends the stream (response body over the limit).
+    var localFailure: String?
+    var completion: (@Sendable (APNsHTTPResponse) -> Void)?
+    var credentials: APNsCredentials?
+    var tokenGeneration = 0
+    var gateEpoch = 0
+    var connectionIndex = 0
+    var streamID: Int32 = 0
+    /// Position in the connection's on-the-wire list; -1 when not on the wire.
+    var slot = -1
+    /// Dispatch time + request timeout.
+    var deadline = ContinuousClock.now
+
+    static let bodyLimit = 1 << 20
+
+    /// Drops the request, the response and the callbacks' captures before the slot is pooled.
+    func reset() {
+        request.body = []
+        request.headers = []
+        authorization = ""
+        bodyOffset = 0
+        response = APNsHTTPResponse(status: nil)
+        localFailure = nil
+        completion = nil
+        credentials = nil
+        streamID = 0
+        slot = -1
+    }
+}
+
+/// How a stream ended, as the connection reports it to the engine.
+enum HTTP2StreamEnd {
+    /// A complete HTTP response (`stream.response`).
+    case response
+    /// This stream failed but the connection is fine (RST_STREAM, body over the limit): no backoff.
+    case streamFailed(String)
+    /// The connection failed, refused the stream (GOAWAY), or the request timed out: the gate backs off.
+    case transportFailed(String)
+}
+
+/// Streams that ended during I/O, handed to the engine, which completes them outside nghttp2's callbacks.
+final class HTTP2CompletionSink {
+    var ended: [(HTTP2Stream, HTTP2StreamEnd)] = []
+
+    init() { ended.reserveCapacity(256) }
+}

@@ -1,0 +1,218 @@
+import APNsModel
+import CNghttp2
+import FanoutCrypto
+import Foundation
+
+/// The nghttp2 transport's thread state and loop: takes submissions, spreads them over the
+/// connection pool within every bound (the same `ConnectionGate` as the libcurl transport, capped
+/// by each server's SETTINGS_MAX_CONCURRENT_STREAMS), drives sockets with epoll, and completes
+/// each request exactly once, outside nghttp2's callbacks.
+///
+/// Everything here runs on the client's one dedicated thread. Other threads only touch `queue`
+/// (Mutex), `counters` (atomics, one Mutex) and `events.wake()`; hence `@unchecked Sendable`.
+///
+/// DNS: a new connection resolves its host with a blocking `getaddrinfo` on this thread (instant for
+/// IP literals; a lookup per new connection otherwise, as Apple asks), which briefly stalls the
+/// other connections of this client.
+final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
+    let configuration: APNsClientConfiguration
+    let queue: SubmissionQueue
+    let counters: APNsClientCounters
+    let finished: ShutdownSignal
+    private let events: HTTP2EventSet
+    private let callbacks: HTTP2ClientCallbacks
+    private let sink = HTTP2CompletionSink()
+    private let connections: [HTTP2ClientConnection]
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    private let clock = ContinuousClock()
+    private var idleStreams: [HTTP2Stream] = []
+    private var inFlight = 0
+    private var batch: [Submission] = []
+
+    init(configuration: APNsClientConfiguration, queue: SubmissionQueue, counters: APNsClientCounters,
+         finished: ShutdownSignal) throws(APNsClientError) {
+        self.configuration = configuration
+        self.queue = queue
+        self.counters = counters
+        self.finished = finished
+        let endpoint = try HTTP2Endpoint(baseURL: configuration.baseURL)
+        let tlsContext: TLSClientContext
+        do {
+            tlsContext = try TLSClientContext(caFile: configuration.caFile)
+        } catch {
+            throw .transportSetup("\(error)")
+        }
+        events = try HTTP2EventSet()
+        callbacks = try HTTP2ClientCallbacks()
+        readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+        Self.ignoreSIGPIPE()
+        let settings = HTTP2ClientConnection.Settings(endpoint: endpoint, connectTimeout: configuration.connectTimeout,
+                                                      requestTimeout: configuration.requestTimeout,
+                                                      upkeepInterval: configuration.upkeepInterval, pingTimeout: configuration.pingTimeout)
+        let now = ContinuousClock.now
+        connections = (0..<configuration.connections).map { [events, sink, callbacks, readBuffer] index in
+            HTTP2ClientConnection(
+                index: index,
+                gate: ConnectionGate(streamCap: configuration.maxConcurrentStreamsPerConnection, idleReprobe: nil,
+                                     backoffMinimum: configuration.reconnectBackoff.minimum,
+                                     backoffMaximum: configuration.reconnectBackoff.maximum, now: now),
+                settings: settings, tlsContext: tlsContext, events: events, sink: sink, callbacks: callbacks,
+                counters: counters, readBuffer: readBuffer)
+        }
+        batch.reserveCapacity(min(configuration.maxInFlight, 1024))
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    func wakeup() { events.wake() }
+
+    func run() {
+        while true {
+            let now = clock.now
+            let (closed, deadline) = queue.closing
+            if let deadline, now >= deadline {
+                abortEverything(reason: "shutdown deadline passed before APNs answered; the push may or may not have been delivered")
+                break
+            }
+            let spare = dispatch(now: now)
+            for connection in connections {
+                connection.tick(now: now)
+                if connection.isDirty { connection.flush(now: now) }
+            }
+            let completedSome = !sink.ended.isEmpty
+            if completedSome { completeEnded() }
+            if closed && inFlight == 0 && queue.count == 0 { break }
+            publishCounters()
+            // Completions freed capacity: dispatch again before sleeping.
+            if completedSome || (spare && queue.count > 0) { continue }
+            wait(now: now, deadline: deadline, canTakeMore: spare)
+        }
+        for connection in connections { connection.closeQuietly() }
+        completeEnded()
+        publishCounters()
+        finished.signal()
+    }
+
+    /// Moves as many submissions onto connections as the bounds allow. Returns whether room is left.
+    private func dispatch(now: ContinuousClock.Instant) -> Bool {
+        var room = configuration.maxInFlight - inFlight
+        guard room > 0 else { return false }
+        var capacity = 0
+        for connection in connections { capacity += max(0, connection.capacity(now: now) - connection.inFlight) }
+        room = min(room, capacity)
+        guard room > 0 else { return false }
+        batch.removeAll(keepingCapacity: true)
+        queue.take(upTo: room, into: &batch)
+        for submission in batch { start(submission, now: now) }
+        return room > batch.count
+    }
+
+    private func start(_ submission: Submission, now: ContinuousClock.Instant) {
+        var best: HTTP2ClientConnection?
+        var bestFree = 0
+        for connection in connections {
+            let free = connection.capacity(now: now) - connection.inFlight
+            if free > 0, best == nil || connection.inFlight < best!.inFlight { best = connection; bestFree = free }
+        }
+        guard let connection = best, bestFree > 0 else {
+            // dispatch() only takes what fits; reaching here is a bug, but never lose the request.
+            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "no connection capacity (internal)"))
+            return
+        }
+        let token: ProviderTokenCache.Token
+        do {
+            token = try configuration.tokenCache.token(for: submission.credentials)
+        } catch {
+            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot sign the provider token: \(error)"))
+            return
+        }
+        let stream = idleStreams.popLast() ?? HTTP2Stream()
+        stream.request = submission.request
+        stream.authorization = "bearer " + token.jwt
+        stream.completion = submission.completion
+        stream.credentials = submission.credentials
+        stream.tokenGeneration = token.generation
+        // The epoch first: if the connection fails while opening, this stream's failure is already counted.
+        stream.gateEpoch = connection.gate.dispatched(now: now)
+        inFlight += 1
+        connection.submit(stream, now: now)
+    }
+
+    private func completeEnded() {
+        let now = clock.now
+        // Completions never reach nghttp2, so the list does not grow while it is walked; swap it out anyway.
+        let ended = sink.ended
+        sink.ended.removeAll(keepingCapacity: true)
+        for (stream, end) in ended {
+            let connection = connections[stream.connectionIndex]
+            inFlight -= 1
+            let response: APNsHTTPResponse
+            let event: ConnectionGate.Completion
+            switch end {
+            case .response:
+                response = stream.response
+                event = .response(response, credentials: stream.credentials, tokenGeneration: stream.tokenGeneration,
+                                  tokenCache: configuration.tokenCache)
+            case .streamFailed(let text):
+                response = APNsHTTPResponse(status: nil, transportFailure: "transport: \(text) [nghttp2]")
+                event = .response(authenticated: true)
+            case .transportFailed(let text):
+                response = APNsHTTPResponse(status: nil, transportFailure: "transport: \(text) [nghttp2]")
+                event = .transportFailure
+            }
+            connection.gate.completed(event, epoch: stream.gateEpoch, now: now, jitter: Double.random(in: 0...1))
+            let completion = stream.completion
+            stream.reset()
+            if idleStreams.count < configuration.maxInFlight { idleStreams.append(stream) }
+            counters.completed.add(1, ordering: .relaxed)
+            counters.inFlight.store(inFlight, ordering: .relaxed)   // exact when the completion runs
+            completion?(response)
+        }
+    }
+
+    private func wait(now: ContinuousClock.Instant, deadline: ContinuousClock.Instant?, canTakeMore: Bool) {
+        var until = now + .seconds(1)
+        for connection in connections {
+            if let next = connection.nextTimer(now: now) { until = min(until, next) }
+            if let backoff = connection.gate.backoffDeadline { until = min(until, backoff) }
+        }
+        if let deadline { until = min(until, deadline) }
+        let timeout = until <= now ? 0 : Int32(min(1000, (until - now).milliseconds + 1))
+        if timeout == 0 { return }
+        if canTakeMore {
+            guard queue.prepareToSleep() else { return }
+            poll(timeout: timeout)
+            queue.awake()
+        } else {
+            poll(timeout: timeout)
+        }
+    }
+
+    private func poll(timeout: Int32) {
+        events.wait(timeoutMillis: timeout) { token, mask in
+            let index = Int(token) - 1
+            guard index >= 0, index < connections.count else { return }
+            connections[index].service(events: mask, now: clock.now)
+        }
+    }
+
+    /// Shutdown deadline: fail everything still queued or on the wire, each exactly once.
+    private func abortEverything(reason: String) {
+        for connection in connections { connection.abort(reason) }
+        completeEnded()
+        queue.failRemaining(reason: "client shut down before the request was sent", scratch: &batch)
+    }
+
+    private func publishCounters() {
+        counters.inFlight.store(inFlight, ordering: .relaxed)
+        counters.connections.store(connections.reduce(0) { $0 + ($1.isOpen ? 1 : 0) }, ordering: .relaxed)
+    }
+
+    /// TLS writes go through write(2): a peer that resets the connection would raise SIGPIPE and
+    /// kill the process. Ignore it unless the application installed its own handler.
+    private static func ignoreSIGPIPE() {
+        var current = sigaction()
+        guard sigaction(SIGPIPE, nil, &current) == 0, current.__sigaction_handler.sa_handler == nil else { return }
+        signal(SIGPIPE, SIG_IGN)
+    }
+}
