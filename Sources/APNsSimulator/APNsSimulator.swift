@@ -124,6 +124,9 @@ public final class APNsSimulator: Sendable {
     /// Control endpoint port (plain HTTP/1.1, loopback).
     public var controlPort: Int { running.withLock { $0?.controlPort ?? 0 } }
 
+    /// Event-loop wakeups so far, all loops together (for tests that check a loop does not spin).
+    var eventLoopWakeups: Int { running.withLock { $0?.loops.reduce(0) { $0 + $1.wakeups } ?? 0 } }
+
     public var deviceURL: String { "https://\(urlHost):\(port)" }
     public var managementURL: String { "https://\(urlHost):\(managementPort)" }
     public var controlURL: String { "http://127.0.0.1:\(controlPort)" }

@@ -31,6 +31,7 @@ final class EventLoop: @unchecked Sendable {
     private let inbox = Mutex<[(Int32, ListenerKind)]>([])
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
+    private let wakeupCount = Atomic<Int>(0)
 
     private var listeners: [Listener] = []
     private var siblings: [EventLoop] = []
@@ -91,6 +92,9 @@ final class EventLoop: @unchecked Sendable {
         finished.wait()
     }
 
+    /// How often `epoll_wait` returned (any thread may read it): a loop that spins shows here.
+    var wakeups: Int { wakeupCount.load(ordering: .relaxed) }
+
     /// Called from loop 0's thread: take over an accepted socket.
     func adopt(_ descriptor: Int32, kind: ListenerKind) {
         inbox.withLock { $0.append((descriptor, kind)) }
@@ -121,6 +125,7 @@ final class EventLoop: @unchecked Sendable {
             let wakeAt = min(timers.first?.deadline ?? .max, nextSweep)
             let timeout = wakeAt <= before ? 0 : Int32(min(1000, (wakeAt - before) / 1_000_000 + 1))
             let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
+            wakeupCount.add(1, ordering: .relaxed)
             if count < 0 {
                 if errno == EINTR { continue }
                 break
@@ -197,7 +202,8 @@ final class EventLoop: @unchecked Sendable {
     private func service(_ connection: ServerConnection, events: UInt32) {
         let wasWaiting = connection.wantsWritable
         var keep = true
-        if events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
+        let readable = events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0
+        if readable || (events & EPOLLOUT.rawValue != 0 && connection.readWaitsForWritable) {
             keep = connection.onReadable()
         } else if events & EPOLLOUT.rawValue != 0 {
             keep = connection.flush()

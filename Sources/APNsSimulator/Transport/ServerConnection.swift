@@ -39,7 +39,12 @@ final class ServerConnection {
     /// Set by a reset fault during request handling; the loop then drops the connection with RST.
     private(set) var resetRequested = false
     /// True while buffered output waits for the socket to become writable.
-    private(set) var wantsWritable = false
+    private var writeWaitsForWritable = false
+    /// True when `SSL_read` needs to write first (a TLS record of its own) and the socket is full:
+    /// the read is retried when the socket becomes writable.
+    private(set) var readWaitsForWritable = false
+    /// Whether the loop should watch the socket for writability.
+    var wantsWritable: Bool { writeWaitsForWritable || readWaitsForWritable }
 
     private var headerArena: [UInt8] = []
     private var headerSpans: [(Int, Int, Int, Int)] = []
@@ -95,6 +100,7 @@ final class ServerConnection {
 
     /// Reads and processes everything available. False when the connection should be dropped.
     func onReadable() -> Bool {
+        readWaitsForWritable = false
         while true {
             switch tls.read(into: loop.readBuffer) {
             case .bytes(let count):
@@ -103,7 +109,7 @@ final class ServerConnection {
             case .wantRead:
                 return flush()
             case .wantWrite:
-                wantsWritable = true
+                readWaitsForWritable = true
                 return flush()
             case .closed, .failed:
                 return false
@@ -131,14 +137,20 @@ final class ServerConnection {
                     output.removeAll(keepingCapacity: true)
                     outputOffset = 0
                 }
-            case .wantWrite, .wantRead:
-                wantsWritable = true
+            case .wantWrite:
+                writeWaitsForWritable = true
+                return true
+            case .wantRead:
+                // TLS needs the peer's bytes first (the handshake is not finished): the output waits for the next
+                // readable event, whose `onReadable` ends in `flush`. Watching for writability here would spin the
+                // loop (the socket is writable) until the client answers, for up to the handshake timeout.
+                writeWaitsForWritable = false
                 return true
             case .closed, .failed:
                 return false
             }
         }
-        wantsWritable = false
+        writeWaitsForWritable = false
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && delayedResponses == 0 {
             return false
         }

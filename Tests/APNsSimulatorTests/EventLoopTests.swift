@@ -1,0 +1,64 @@
+@testable import APNsSimulator
+import Foundation
+import Testing
+
+/// The event loop waits in epoll for something to do; these tests count its wakeups while a client is silent.
+/// No timing thresholds: a loop that spins wakes thousands of times in the window, a correct one about once.
+@Suite("Event loop: no busy waiting")
+struct EventLoopTests {
+    /// A TLS 1.2 ClientHello (ECDHE-ECDSA-AES128-GCM-SHA256 over P-256, the simulator's key type; ALPN h2):
+    /// enough for the server to send its first flight and then wait for a key exchange that never comes.
+    static let clientHello: [UInt8] = {
+        func u16(_ value: Int) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
+        func u24(_ value: Int) -> [UInt8] { [UInt8(value >> 16), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+        func ext(_ type: Int, _ body: [UInt8]) -> [UInt8] { u16(type) + u16(body.count) + body }
+        let extensions = ext(0x000A, u16(2) + [0x00, 0x17])             // supported_groups: secp256r1
+            + ext(0x000B, [0x01, 0x00])                                  // ec_point_formats: uncompressed
+            + ext(0x000D, u16(2) + [0x04, 0x03])                         // signature_algorithms: ecdsa_secp256r1_sha256
+            + ext(0x0010, u16(3) + [0x02] + Array("h2".utf8))            // ALPN: h2
+        let body: [UInt8] = [0x03, 0x03] + [UInt8](repeating: 7, count: 32) + [0x00]   // version, random, no session id
+            + u16(2) + [0xC0, 0x2B] + [0x01, 0x00]                       // one cipher suite, null compression
+            + u16(extensions.count) + extensions
+        let handshake = [0x01] + u24(body.count) + body
+        return [0x16, 0x03, 0x01] + u16(handshake.count) + handshake
+    }()
+
+    /// Connects over TCP, sends `bytes` and waits (bounded) for the server's first answer; returns the descriptor
+    /// (kept open and silent by the caller) or nil when nothing came back.
+    static func connectAndSend(port: Int, _ bytes: [UInt8]) async -> Int32? {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                address.sin_addr.s_addr = inet_addr("127.0.0.1")
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                var timeout = timeval(tv_sec: 10, tv_usec: 0)
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var answer = [UInt8](repeating: 0, count: 16 * 1024)
+                guard connected == 0, write(descriptor, bytes, bytes.count) == bytes.count, read(descriptor, &answer, answer.count) > 0 else {
+                    close(descriptor)
+                    return continuation.resume(returning: nil)
+                }
+                continuation.resume(returning: descriptor)
+            }
+        }
+    }
+
+    /// A client that stalls in the middle of the TLS handshake (after its ClientHello) must not make the loop
+    /// spin until the handshake timeout: the server's pending output waits for readability, not writability.
+    @Test func aStalledHandshakeDoesNotSpinTheLoop() async throws {
+        let harness = try SimulatorHarness(configure: { $0.handshakeTimeoutSeconds = 60 })
+        let descriptor = try #require(await Self.connectAndSend(port: harness.simulator.port, Self.clientHello),
+                                      "the simulator answers a ClientHello with its first flight")
+        defer { close(descriptor) }
+        let before = harness.simulator.eventLoopWakeups
+        try await Task.sleep(for: .milliseconds(300))
+        let wakeups = harness.simulator.eventLoopWakeups - before
+        #expect(wakeups < 50, "the loop woke \(wakeups) times while the only client was silent")
+        #expect(harness.simulator.stats().connectionsOpen == 1)
+    }
+}
