@@ -64,7 +64,15 @@ final class ControlServer: Sendable {
                 headerEnd = range.upperBound
                 let head = String(decoding: received[..<range.lowerBound], as: UTF8.self).lowercased()
                 for line in head.split(separator: "\r\n") where line.hasPrefix("content-length:") {
-                    contentLength = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+                    // Digits only: a sign or junk would make the body range below invalid (a crash) or wrap around.
+                    let text = line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)
+                    guard !text.isEmpty, text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let length = Int(text) else {
+                        return respond(client, 400, text: "bad content-length")
+                    }
+                    contentLength = length
+                }
+                guard range.upperBound + contentLength <= Self.maxRequestBytes else {
+                    return respond(client, 413, text: "requests are limited to \(Self.maxRequestBytes) bytes")
                 }
             }
         }
@@ -158,7 +166,7 @@ final class ControlServer: Sendable {
     }
 
     private func respond(_ client: Int32, _ status: Int, json: Data) {
-        let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"][status] ?? "Status"
+        let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 413: "Content Too Large", 500: "Internal Server Error", 503: "Service Unavailable"][status] ?? "Status"
         var message = Data("HTTP/1.1 \(status) \(reason)\r\ncontent-type: application/json\r\ncontent-length: \(json.count)\r\nconnection: close\r\n\r\n".utf8)
         message.append(json)
         message.withUnsafeBytes { bytes in

@@ -1,0 +1,57 @@
+import APNsSimulator
+import Foundation
+import Testing
+
+@Suite("Control endpoint: malformed and slow requests")
+struct ControlRequestTests {
+    /// Connects to the control port (blocking socket, 10 s receive timeout); -1 when the connection fails.
+    static func connectControl(port: Int) -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { close(descriptor); return -1 }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return descriptor
+    }
+
+    /// Sends `request` in one piece and reads the whole answer, on its own thread (never the cooperative pool).
+    static func exchange(port: Int, _ request: String) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let descriptor = connectControl(port: port)
+                guard descriptor >= 0 else { return continuation.resume(returning: "") }
+                defer { close(descriptor) }
+                _ = Array(request.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = read(descriptor, &buffer, buffer.count)
+                    if count <= 0 { break }
+                    received += buffer[..<count]
+                }
+                continuation.resume(returning: String(decoding: received, as: UTF8.self))
+            }
+        }
+    }
+
+    /// A negative or absurd Content-Length used to make the body range invalid: the whole process trapped
+    /// ("Range requires lowerBound <= upperBound"), taking the simulator (or the test run hosting it) down.
+    @Test func aBadContentLengthIsAnsweredNotACrash() async throws {
+        let harness = try SimulatorHarness()
+        let port = harness.simulator.controlPort
+        for length in ["-5", "9223372036854775807", "12abc", ""] {
+            let reply = await Self.exchange(port: port, "PUT /faults HTTP/1.1\r\nhost: x\r\ncontent-length: \(length)\r\n\r\n{}")
+            #expect(reply.hasPrefix("HTTP/1.1 400"), "content-length '\(length)': \(reply)")
+        }
+        let tooLarge = await Self.exchange(port: port, "PUT /faults HTTP/1.1\r\nhost: x\r\ncontent-length: 2000000\r\n\r\n{}")
+        #expect(tooLarge.hasPrefix("HTTP/1.1 413"), "a body over the limit is refused, not truncated: \(tooLarge)")
+        let health = await Self.exchange(port: port, "GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+        #expect(health.hasPrefix("HTTP/1.1 200"), "\(health)")
+    }
+}
