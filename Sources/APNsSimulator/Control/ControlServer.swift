@@ -19,6 +19,9 @@ final class ControlServer: Sendable {
     /// dropped there, at the end of a request) does not wait for itself.
     private let servingThread = Atomic<UInt>(0)
     static let maxRequestBytes = 1 << 20
+    /// One request (reading it and writing the answer) gets at most this long, so a client that trickles its
+    /// request or never reads the answer cannot hold the only serving thread, or `stop`, for longer.
+    static let requestDeadlineNanos: UInt64 = 5_000_000_000
 
     init(socket: ListeningSocket, simulator: APNsSimulator) {
         self.socket = socket
@@ -48,9 +51,8 @@ final class ControlServer: Sendable {
 
     private func serve(_ client: Int32) {
         defer { close(client) }
-        _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) & ~O_NONBLOCK)
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // The socket stays non-blocking: every wait is a poll bounded by the deadline and by `stop`.
+        let deadline = DispatchTime.now().uptimeNanoseconds + Self.requestDeadlineNanos
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var headerEnd: Int?
@@ -58,6 +60,10 @@ final class ControlServer: Sendable {
         while received.count < Self.maxRequestBytes {
             if let end = headerEnd, received.count >= end + contentLength { break }
             let count = read(client, &buffer, buffer.count)
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                guard waitUntilReady(client, events: POLLIN, deadline: deadline) else { return }
+                continue
+            }
             guard count > 0 else { return }
             received.append(contentsOf: buffer[..<count])
             if headerEnd == nil, let range = received.firstRange(of: Array("\r\n\r\n".utf8)) {
@@ -67,22 +73,35 @@ final class ControlServer: Sendable {
                     // Digits only: a sign or junk would make the body range below invalid (a crash) or wrap around.
                     let text = line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)
                     guard !text.isEmpty, text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let length = Int(text) else {
-                        return respond(client, 400, text: "bad content-length")
+                        return respond(client, 400, text: "bad content-length", deadline: deadline)
                     }
                     contentLength = length
                 }
                 guard range.upperBound + contentLength <= Self.maxRequestBytes else {
-                    return respond(client, 413, text: "requests are limited to \(Self.maxRequestBytes) bytes")
+                    return respond(client, 413, text: "requests are limited to \(Self.maxRequestBytes) bytes", deadline: deadline)
                 }
             }
         }
-        guard let end = headerEnd else { return respond(client, 400, text: "incomplete request") }
+        guard let end = headerEnd else { return respond(client, 400, text: "incomplete request", deadline: deadline) }
         let requestLine = String(decoding: received[..<end], as: UTF8.self).split(separator: "\r\n").first ?? ""
         let parts = requestLine.split(separator: " ")
-        guard parts.count >= 2 else { return respond(client, 400, text: "bad request line") }
+        guard parts.count >= 2 else { return respond(client, 400, text: "bad request line", deadline: deadline) }
         let body = Data(received[end..<min(received.count, end + contentLength)])
         let (status, payload) = route(method: String(parts[0]), target: String(parts[1]), body: body)
-        respond(client, status, json: payload)
+        respond(client, status, json: payload, deadline: deadline)
+    }
+
+    /// Waits until `client` is ready for `events`; false once the deadline passed, `stop` was called or poll failed.
+    private func waitUntilReady(_ client: Int32, events: Int32, deadline: UInt64) -> Bool {
+        while running.load(ordering: .acquiring) {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { return false }
+            var descriptor = pollfd(fd: client, events: Int16(events), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(100, (deadline - now) / 1_000_000 + 1)))
+            if ready > 0 { return true }
+            if ready < 0, errno != EINTR { return false }
+        }
+        return false
     }
 
     private func route(method: String, target: String, body: Data) -> (Int, Data) {
@@ -161,20 +180,28 @@ final class ControlServer: Sendable {
         (status, (try? JSONEncoder().encode(["error": message])) ?? Data())
     }
 
-    private func respond(_ client: Int32, _ status: Int, text: String) {
-        respond(client, status, json: (try? JSONEncoder().encode(["error": text])) ?? Data())
+    private func respond(_ client: Int32, _ status: Int, text: String, deadline: UInt64) {
+        respond(client, status, json: (try? JSONEncoder().encode(["error": text])) ?? Data(), deadline: deadline)
     }
 
-    private func respond(_ client: Int32, _ status: Int, json: Data) {
-        let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 413: "Content Too Large", 500: "Internal Server Error", 503: "Service Unavailable"][status] ?? "Status"
+    private func respond(_ client: Int32, _ status: Int, json: Data, deadline: UInt64) {
+        let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 413: "Content Too Large", 500: "Internal Server Error",
+                      503: "Service Unavailable"][status] ?? "Status"
         var message = Data("HTTP/1.1 \(status) \(reason)\r\ncontent-type: application/json\r\ncontent-length: \(json.count)\r\nconnection: close\r\n\r\n".utf8)
         message.append(json)
         message.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = write(client, bytes.baseAddress! + offset, bytes.count - offset)
-                if written <= 0 { return }
-                offset += written
+                // MSG_NOSIGNAL: a client that already went away must not raise SIGPIPE (which ends the process).
+                let written = send(client, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR,
+                          waitUntilReady(client, events: POLLOUT, deadline: deadline) {
+                    continue
+                } else {
+                    return
+                }
             }
         }
     }
