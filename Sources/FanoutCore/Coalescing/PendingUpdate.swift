@@ -51,18 +51,22 @@ struct PendingUpdate: Sendable {
         let keptAlert = event.alert
         if event.kind == .start && newer.kind == .update {
             // The activity does not exist yet: the start must still be sent, now carrying the newer state.
-            let start = event
+            let start = event.fields
             event = newer
-            event.kind = .start
-            event.token = start.token
-            event.attributes = start.attributes
-            event.attributesType = start.attributesType
-            event.inputPushToken = start.inputPushToken
-            event.inputPushChannel = start.inputPushChannel
+            event.update { fields in
+                fields.kind = .start
+                fields.token = start.token
+                fields.attributes = start.attributes
+                fields.attributesType = start.attributesType
+                fields.inputPushToken = start.inputPushToken
+                fields.inputPushChannel = start.inputPushChannel
+                if fields.alert == nil { fields.alert = keptAlert }
+            }
         } else {
             event = newer
+            // Checked first: setting a field builds a new box.
+            if keptAlert != nil && event.alert == nil { event.alert = keptAlert }
         }
-        if event.alert == nil { event.alert = keptAlert }
         summary = newerSummary
         forcedMajor = forcedMajor || newerForcedMajor
         explicitMinor = newerExplicitMinor
