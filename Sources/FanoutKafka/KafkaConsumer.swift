@@ -1,4 +1,5 @@
 import CRdKafka
+import Foundation
 import Synchronization
 
 /// A consumer-group member: cooperative-sticky assignment, no auto commit, no auto offset store;
@@ -31,7 +32,10 @@ public final class KafkaConsumer: Sendable {
         effective["group.id"] = groupID
         let conf = try RDKafkaConf(effective)
         conf.withPointer { rd_kafka_conf_set_rebalance_cb($0, fanoutRebalanceCallback) }
-        context = RebalanceContext(handler: rebalance)
+        // librdkafka refuses to mix cooperative and eager assignors, so one entry decides.
+        let assignors = (effective["partition.assignment.strategy"] ?? "").split(separator: ",")
+        let cooperative = assignors.contains { $0.trimmingCharacters(in: .whitespaces) == "cooperative-sticky" }
+        context = RebalanceContext(handler: rebalance, cooperative: cooperative)
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf,
                                    context: ClientContext(log: log, rebalance: context))
         self.groupID = groupID
@@ -106,18 +110,66 @@ public final class KafkaConsumer: Sendable {
         return try client.partitionCounts(of: topics, timeout: timeout)
     }
 
-    /// Blocking: leaves the group. The rebalance handler's `revoking` runs for the current
-    /// assignment (commit there or before). Throws the first revoke-commit or close failure.
-    /// Later calls throw `.closed`.
-    public func close() throws {
+    /// Blocking, bounded by `timeout`: leaves the group. The rebalance handler's `revoking` runs for
+    /// the current assignment (commit there or before). Throws the first revoke-commit failure, a
+    /// close failure, or `.closed` when librdkafka did not finish in time. Later calls do nothing.
+    ///
+    /// How: unsubscribe first and keep serving the group on this thread until the assignment is
+    /// empty and no rebalance callback has run for `quietPeriod`, so revoke (and any assignment
+    /// still in flight, e.g. a rejoin after a lost assignment) is handled here and not inside
+    /// librdkafka's close — librdkafka 2.0.2 can hang forever when an assignment reaches a
+    /// cooperative consumer that is closing (confluentinc/librdkafka#4527). Records fetched meanwhile
+    /// are dropped unseen, so nothing is committed past them. Then `rd_kafka_consumer_close` runs on
+    /// a helper thread; if it has not returned by the deadline this throws and leaves that thread
+    /// (and the handle it holds) behind instead of blocking the caller: the group reassigns the
+    /// partitions after `session.timeout.ms`, from the last commit.
+    public func close(timeout: Duration = .seconds(30), quietPeriod: Duration = .milliseconds(500)) throws {
         let wasClosed = closed.withLock { closed in
             defer { closed = true }
             return closed
         }
         guard !wasClosed else { return }
-        let err = client.withHandle { rd_kafka_consumer_close($0) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let unsubscribed = client.withHandle { rd_kafka_unsubscribe($0) }
+        if unsubscribed == RD_KAFKA_RESP_ERR_NO_ERROR {
+            var seen = context.callbacks.load(ordering: .relaxed)
+            var quietSince = clock.now
+            while clock.now < deadline {
+                do {
+                    _ = try client.pollBatch(timeout: .milliseconds(50), maxMessages: 1000)
+                } catch {
+                    break   // fatal: nothing more to serve; close reports the state below
+                }
+                let served = context.callbacks.load(ordering: .relaxed)
+                if served != seen {
+                    seen = served
+                    quietSince = clock.now
+                } else if clock.now - quietSince >= quietPeriod, (try? client.assignment())?.isEmpty ?? true {
+                    break
+                }
+            }
+        }
+        let finished = DispatchSemaphore(value: 0)
+        let result = Mutex<rd_kafka_resp_err_t?>(nil)
+        let client = client
+        let closer = Thread {
+            let err = client.withHandle { rd_kafka_consumer_close($0) }
+            result.withLock { $0 = err }
+            finished.signal()
+        }
+        closer.name = "fanout-kafka-close"
+        closer.start()
+        let remaining = max(deadline - clock.now, .milliseconds(100))
+        let timedOut = finished.wait(timeout: .now() + .milliseconds(Int(remaining.milliseconds))) == .timedOut
         if let failure = context.drainErrors().first(where: { $0.code == .commit }) { throw failure }
-        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+        if timedOut {
+            throw KafkaError(.closed, reason: "leaving group '\(groupID)' did not finish within \(timeout); the group reassigns its partitions after the session timeout, from the last commit")
+        }
+        if unsubscribed != RD_KAFKA_RESP_ERR_NO_ERROR {
+            throw KafkaError(.closed, unsubscribed, "unsubscribing before leaving the group failed: \(KafkaResponseCode(unsubscribed).message)")
+        }
+        if let err = result.withLock({ $0 }), err != RD_KAFKA_RESP_ERR_NO_ERROR {
             throw KafkaError(.closed, err, "leaving the group failed: \(KafkaResponseCode(err).message)")
         }
     }

@@ -4,10 +4,20 @@ import Synchronization
 /// The consumer's rebalance callback target, reached through the client's `ClientContext`.
 final class RebalanceContext: Sendable {
     let handler: KafkaRebalanceHandler
+    /// Whether the configured assignors are cooperative (incremental assign/unassign) or eager.
+    /// Known from the configuration, because asking librdkafka (`rd_kafka_rebalance_protocol`) is a
+    /// round trip to the group thread that returns NULL once the member has been kicked out of the
+    /// group — exactly when a lost assignment is being handled.
+    let cooperative: Bool
     /// Errors raised inside the callback (which must not throw across C), handed to the next poll.
     private let pendingErrors = Mutex<[KafkaError]>([])
+    /// Callbacks served so far: lets `close` see that the group has gone quiet.
+    let callbacks = Atomic<Int>(0)
 
-    init(handler: KafkaRebalanceHandler) { self.handler = handler }
+    init(handler: KafkaRebalanceHandler, cooperative: Bool) {
+        self.handler = handler
+        self.cooperative = cooperative
+    }
 
     func record(_ error: KafkaError) {
         pendingErrors.withLock { errors in
@@ -25,7 +35,7 @@ final class RebalanceContext: Sendable {
 
     func rebalance(_ rk: OpaquePointer, _ err: rd_kafka_resp_err_t,
                    _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+        callbacks.add(1, ordering: .relaxed)
         let partitions = RDKafkaTopicPartitionList.entries(of: list).map(\.partition)
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
@@ -59,16 +69,16 @@ final class RebalanceContext: Sendable {
                     }
                 }
             }
-            unassign(rk, list, cooperative: cooperative, count: partitions.count)
+            unassign(rk, list, count: partitions.count)
 
         default:
             record(KafkaError(.assignment, err, "rebalance error: \(KafkaResponseCode(err).message)"))
-            unassign(rk, list, cooperative: cooperative, count: partitions.count)
+            unassign(rk, list, count: partitions.count)
         }
     }
 
     private func unassign(_ rk: OpaquePointer, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>,
-                          cooperative: Bool, count: Int) {
+                          count: Int) {
         if cooperative {
             if let error = rd_kafka_incremental_unassign(rk, list) {
                 record(KafkaError(.assignment, consuming: error, context: "incremental unassign of \(count) partition(s)"))

@@ -189,9 +189,13 @@ final class IntakeService: Sendable {
         closeConsumer()
     }
 
+    /// Bound on leaving the group after the final commit: past it the worker exits anyway and the
+    /// group reassigns its partitions after the session timeout, from the commit just made.
+    static let leaveGroupTimeout: Duration = .seconds(15)
+
     private func closeConsumer() {
         do {
-            try consumer.close()
+            try consumer.close(timeout: Self.leaveGroupTimeout)
         } catch {
             core.log.warning("leaving the consumer group reported an error", ["error": .string("\(error)")])
         }
