@@ -54,8 +54,11 @@ public struct OffsetTracker: Sendable {
     /// Entries held in memory (incomplete plus not-yet-compacted done ones); for tests and metrics.
     public var storedEntries: Int { entries.count - head }
 
-    /// Branch-free binary search (the comparison becomes a conditional move): completions arrive in
-    /// no particular order, so a branchy search mispredicts about every other step.
+    /// Finds the entry of `offset`. Offsets received one after another sit at consecutive indexes, so the
+    /// distance from the newest (or the oldest) entry usually points at it exactly: one probe each. Only
+    /// when neither guess holds (gaps, or done entries compacted away in between) does a branch-free
+    /// binary search run (the comparison becomes a conditional move: completions arrive in no
+    /// particular order, so a branchy search mispredicts about every other step).
     private func find(_ offset: Int64) -> Int? {
         // Fast path: an event resolved as soon as it is read (duplicate, not newer, after end) completes
         // the newest offset, which is the last entry.
@@ -63,13 +66,24 @@ public struct OffsetTracker: Sendable {
             return last == offset ? entries.count - 1 : nil
         }
         return entries.withUnsafeBufferPointer { buffer in
+            let count = buffer.count
+            guard count > head else { return nil }
+            // Done entries hold -(o + 1) == ~o: xor with the sign recovers o for both kinds.
+            let newest = buffer[count - 1] ^ (buffer[count - 1] >> 63)
+            if offset <= newest && newest - offset < Int64(count - head) {
+                let guess = buffer[count - 1 - Int(newest - offset)]
+                if guess ^ (guess >> 63) == offset { return guess == offset ? count - 1 - Int(newest - offset) : nil }
+            }
+            let oldest = buffer[head] ^ (buffer[head] >> 63)
+            if offset >= oldest && offset - oldest < Int64(count - head) {
+                let guess = buffer[head + Int(offset - oldest)]
+                if guess ^ (guess >> 63) == offset { return guess == offset ? head + Int(offset - oldest) : nil }
+            }
             var base = head
-            var length = buffer.count - head
-            guard length > 0 else { return nil }
+            var length = count - head
             while length > 1 {
                 let half = length >> 1
                 let stored = buffer[base + half]
-                // Done entries hold -(o + 1) == ~o: xor with the sign recovers o for both kinds.
                 base = stored ^ (stored >> 63) <= offset ? base + half : base
                 length -= half
             }
