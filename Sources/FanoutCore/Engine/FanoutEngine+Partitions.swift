@@ -17,6 +17,7 @@ extension FanoutEngine {
             if state.lane == .activity { tokens.removeAll(partition: id.partition) }
             partitions[Int(slot)] = nil
             slots.insert(slot)
+            for index in partitionCacheSlots.indices where partitionCacheSlots[index] == slot { partitionCacheSlots[index] = -1 }
         }
         guard !slots.isEmpty else { return points }
         for index in targets.indices where targets[index].live && slots.contains(targets[index].partitionSlot) {
@@ -73,7 +74,17 @@ extension FanoutEngine {
     // MARK: Internals
 
     mutating func assignSlot(_ partition: PartitionID) -> Int32 {
-        if let slot = partitionSlotByID[partition] { return slot }
+        // Per event: a direct-mapped cache by partition number first, so the dictionary (SipHash over
+        // the topic name) is consulted only on a miss.
+        let cacheIndex = Int(UInt32(bitPattern: partition.partition) & Self.partitionCacheMask)
+        if partitionCacheSlots[cacheIndex] >= 0 && partitionCacheIDs[cacheIndex] == partition {
+            return partitionCacheSlots[cacheIndex]
+        }
+        if let slot = partitionSlotByID[partition] {
+            partitionCacheIDs[cacheIndex] = partition
+            partitionCacheSlots[cacheIndex] = slot
+            return slot
+        }
         // Slots are never reused, so late references to a revoked partition can never hit a new one.
         let slot = Int32(partitions.count)
         partitions.append(PartitionState(id: partition, dedupe: DedupeWindow(capacity: configuration.dedupeWindowPerPartition)))

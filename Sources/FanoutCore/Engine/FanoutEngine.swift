@@ -25,6 +25,10 @@ public struct FanoutEngine: Sendable {
     var inFlight = InFlightStore()
     var partitions: [PartitionState?] = []
     var partitionSlotByID: [PartitionID: Int32] = [:]
+    /// Recently used partitions by partition number (`assignSlot`); a slot of -1 is empty.
+    var partitionCacheIDs = [PartitionID?](repeating: nil, count: Int(partitionCacheMask) + 1)
+    var partitionCacheSlots = [Int32](repeating: -1, count: Int(partitionCacheMask) + 1)
+    static let partitionCacheMask: UInt32 = 63
     var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64])] = [:]
     public internal(set) var tokens = TokenRegistry()
     var pushToStartBuckets: [String: TokenBucket] = [:]
