@@ -42,6 +42,8 @@ struct TargetState: Sendable {
     var timerAt: Nanoseconds = .max
     /// Since when a pending update waits for a usable token, or -1.
     var tokenWaitSince: Nanoseconds = -1
+    /// Where `tokens` held this target's key at the last send (`TokenRegistry.usableToken(for:notBefore:hint:)`), or -1.
+    var tokenEntry: Int32 = -1
     /// After a start was delivered, only tokens registered at or after its timestamp belong to the new activity.
     var tokenNotBefore: Int64 = 0
     // Cold: the debug snapshot.

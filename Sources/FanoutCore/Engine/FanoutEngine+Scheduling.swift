@@ -54,7 +54,8 @@ extension FanoutEngine {
         case (.activity, _):
             // Not due yet: look the token up when it is (the token wait starts then).
             if now < earliest && targets[index].tokenWaitSince < 0 { return arm(slot, at: earliest, now: now) }
-            guard let record = tokens.usableToken(for: targets[index].key, notBefore: targets[index].tokenNotBefore) else {
+            guard let record = tokens.usableToken(for: targets[index].key, notBefore: targets[index].tokenNotBefore,
+                                                  hint: &targets[index].tokenEntry) else {
                 return waitForToken(slot, now: now, into: &actions)
             }
             targets[index].tokenWaitSince = -1

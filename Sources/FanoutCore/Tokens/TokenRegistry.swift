@@ -101,6 +101,22 @@ public struct TokenRegistry: Sendable {
         return record
     }
 
+    /// `usableToken(for:notBefore:)` for the per-send path: `hint` is the slab entry where the key was
+    /// found last time (or -1). A hint still holding the key skips hashing the key and probing the
+    /// index; a stale one (entry removed or reused) falls back to the lookup and is updated.
+    func usableToken(for key: String, notBefore: Int64, hint: inout Int32) -> Record? {
+        let entry: Int32
+        if hint >= 0 && Int(hint) < entries.count && entries[Int(hint)].key == key {
+            entry = hint
+        } else {
+            guard let found = self.entry(for: key, hash: TargetHash(lane: .activity, id: key)) else { return nil }
+            entry = found
+            hint = found
+        }
+        guard let record = entries[Int(entry)].record, !record.gone, record.at >= notBefore else { return nil }
+        return record
+    }
+
     /// Forgets every registration read from `partition` (it was revoked).
     public mutating func removeAll(partition: Int32) {
         for entry in entries.indices where entries[entry].record?.partition == partition { remove(key: entries[entry].key) }
