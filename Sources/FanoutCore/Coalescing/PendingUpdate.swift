@@ -15,7 +15,12 @@ struct PendingUpdate: Sendable {
     init(event: ActivityEvent, summary: ContentSummary, offset: Int64) {
         self.event = event
         self.summary = summary
-        self.offsets = [offset]
+        // Room for a few coalesced events up front: growing one element at a time reallocated on the
+        // second and third event of most pending states.
+        var offsets: [Int64] = []
+        offsets.reserveCapacity(4)
+        offsets.append(offset)
+        self.offsets = offsets
         self.forcedMajor = event.kind != .update || event.alert != nil || event.importance == .major
         self.explicitMinor = event.importance == .minor && event.kind == .update && event.alert == nil
     }
