@@ -57,6 +57,39 @@ import Testing
             #expect(tracker.commitPoint == expected)
         }
     }
+
+    /// `complete` finds offsets by their distance from the newest or oldest entry before searching:
+    /// dense runs, gaps, compacted done entries, repeats and offsets never received must all answer
+    /// exactly as a set would.
+    @Test func completionLookupMatchesModelAcrossDenseRunsAndGaps() {
+        var random = SeededRandom(seed: 11)
+        var tracker = OffsetTracker()
+        var incomplete = Set<Int64>()
+        var received: [Int64] = []
+        var next: Int64 = 0
+        for step in 0..<40_000 {
+            if random.next() % 2 == 0 {
+                // Mostly consecutive offsets, now and then a gap (compaction, transaction markers).
+                next += random.next() % 10 == 0 ? Int64(random.next() % 50) + 2 : 1
+                let fresh = tracker.receive(next)
+                #expect(fresh)
+                received.append(next)
+                incomplete.insert(next)
+            } else if !received.isEmpty {
+                // Recent offsets most of the time (as deliveries are), any received or unseen one otherwise.
+                let back = random.next() % 4 == 0 ? Int(random.next() % UInt64(received.count)) : Int(random.next() % UInt64(min(64, received.count)))
+                let pick = random.next() % 8 == 0 ? received[received.count - 1 - back] + 1 : received[received.count - 1 - back]
+                let expected = incomplete.remove(pick) != nil
+                let completed = tracker.complete(pick)
+                #expect(completed == expected, "step \(step): complete(\(pick))")
+            }
+            if step % 97 == 0, let probe = received.randomElement(using: &random) {
+                #expect(tracker.isIncomplete(probe) == incomplete.contains(probe))
+            }
+        }
+        #expect(tracker.incompleteCount == incomplete.count)
+        #expect(tracker.commitPoint == (incomplete.min() ?? next + 1))
+    }
 }
 
 @Suite struct DedupeWindowTests {
