@@ -2,16 +2,19 @@ import APNsModel
 
 /// Everything the engine remembers about one target (activity key or channel) — DESIGN.md §3.
 ///
-/// Kept small because idle targets are many: the pending state and the in-flight send live in
-/// side tables (`FanoutEngine.pending`, `.inFlight`), so an idle target holds only this struct:
-/// last sent timestamp and content digest, budget, send times, backoff and flags.
+/// One contiguous record per target, pending state included, laid out in the order the per-event
+/// path reads it (key check, coalescing, then the send decision), so an event for a target that is not
+/// in cache costs one burst of adjacent cache lines instead of a miss per side table. The in-flight
+/// send lives in `FanoutEngine.inFlight` (only while it exists); cold debug fields come last.
 struct TargetState: Sendable {
-    // Fields are ordered hot first: the first 64 bytes are all the per-event coalescing path reads.
-    var inFlightSendID: UInt64 = 0
+    // Lookup and coalescing (receive).
+    var key: String
     /// Newest timestamp accepted (pending, in flight or sent); later events must be newer.
     var latestAccepted: Int64 = -1
     var lastEventAt: Nanoseconds
-    var key: String
+    var partitionSlot: Int32
+    var profileIndex: UInt16
+    var appIndex: UInt16
     var lane: Lane
     var live: Bool
     /// Set when an end was accepted: later events are resolved at once.
@@ -22,14 +25,10 @@ struct TargetState: Sendable {
     var parked = false
     var budgetClass: BudgetClass
     var attempts: UInt16 = 0
-    var appIndex: UInt16
-    var profileIndex: UInt16
-    var partitionSlot: Int32
-    /// Bumped whenever a timer is (re)armed or the slot is reused; stale heap entries are skipped.
-    var generation: UInt32
-    /// Bumped when the slot is reused, so parked references to a former occupant are skipped.
-    var incarnation: UInt32
-    // The send decision.
+    var inFlightSendID: UInt64 = 0
+    /// The newest unsent state and the offsets it covers, if any.
+    var pending: PendingUpdate?
+    // The send decision (evaluate).
     /// Time of the last send attempt (min_interval is measured from it).
     var lastSendAt: Nanoseconds = Int64.min / 4
     var backoffUntil: Nanoseconds = Int64.min / 4
@@ -42,11 +41,15 @@ struct TargetState: Sendable {
     var timerAt: Nanoseconds = .max
     /// Since when a pending update waits for a usable token, or -1.
     var tokenWaitSince: Nanoseconds = -1
-    /// Where `tokens` held this target's key at the last send (`TokenRegistry.usableToken(for:notBefore:hint:)`), or -1.
-    var tokenEntry: Int32 = -1
     /// After a start was delivered, only tokens registered at or after its timestamp belong to the new activity.
     var tokenNotBefore: Int64 = 0
-    // Cold: the debug snapshot.
+    /// Bumped whenever a timer is (re)armed or the slot is reused; stale heap entries are skipped.
+    var generation: UInt32
+    /// Where `tokens` held this target's key at the last send (`TokenRegistry.usableToken(for:notBefore:hint:)`), or -1.
+    var tokenEntry: Int32 = -1
+    // Cold: slot reuse and the debug snapshot.
+    /// Bumped when the slot is reused, so parked references to a former occupant are skipped.
+    var incarnation: UInt32
     var sends: UInt32 = 0
     var deliveries: UInt32 = 0
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.

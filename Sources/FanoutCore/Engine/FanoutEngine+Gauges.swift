@@ -5,7 +5,7 @@ extension FanoutEngine {
     public func busyTargets() -> (activity: Int, broadcast: Int) {
         var activity = 0, broadcast = 0
         for index in targets.indices where targets[index].live {
-            guard targets[index].inFlightSendID != 0 || pending.contains(Int32(index)) else { continue }
+            guard targets[index].inFlightSendID != 0 || targets[index].pending != nil else { continue }
             if targets[index].lane == .broadcast { broadcast += 1 } else { activity += 1 }
         }
         return (activity, broadcast)

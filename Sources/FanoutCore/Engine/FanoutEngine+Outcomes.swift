@@ -92,14 +92,14 @@ extension FanoutEngine {
 
     /// Puts an undelivered state back as pending; a newer pending state wins, keeping the offsets.
     private mutating func requeue(_ update: PendingUpdate, slot: Int32, into actions: inout [EngineAction]) {
-        guard let newer = pending.remove(slot) else {
-            pending.insert(update, for: slot)
+        guard let newer = targets[Int(slot)].pending.take() else {
+            targets[Int(slot)].pending = update
             return
         }
         var merged = update
         switch merged.absorb(newer) {
         case .merged:
-            pending.insert(merged, for: slot)
+            targets[Int(slot)].pending = merged
         case .cancelled:
             targets[Int(slot)].ended = true
             for offset in merged.offsets {

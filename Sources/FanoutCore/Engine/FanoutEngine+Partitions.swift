@@ -136,7 +136,7 @@ extension FanoutEngine {
     mutating func freeTarget(_ slot: Int32) {
         let index = Int(slot)
         slotByKey.remove(TargetHash(lane: targets[index].lane, id: targets[index].key), slot: slot)
-        pending.remove(slot)
+        targets[index].pending = nil
         targets[index].live = false
         targets[index].generation &+= 1
         targets[index].key = ""

@@ -16,9 +16,9 @@ extension FanoutEngine {
     /// one might, or parks the target behind its paused app.
     mutating func evaluate(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
         let index = Int(slot)
-        guard targets[index].inFlightSendID == 0, pending.contains(slot) else { return }
+        guard targets[index].inFlightSendID == 0, targets[index].pending != nil else { return }
         // Read the pending state in place; it is moved out (not copied) only when sent.
-        let kind = pending[existing: slot].event.kind
+        let kind = targets[index].pending!.event.kind
         var probing = false
         if !paused.isEmpty, let pausedApp = paused[targets[index].appIndex] {  // isEmpty: no hashing in the common case
             guard pausedApp.probeSendID == 0 && now >= pausedApp.probeAt else {
@@ -32,9 +32,9 @@ extension FanoutEngine {
         }
         let settings = budget(targets[index].budgetClass)
         var earliest = max(targets[index].lastSendAt + settings.minInterval, targets[index].backoffUntil)
-        let summary = pending[existing: slot].summary
-        let major = pending[existing: slot].forcedMajor
-            || (!pending[existing: slot].explicitMinor && (targets[index].lastSentTimestamp < 0 || summary.digest != targets[index].lastSentSummary.digest))
+        let summary = targets[index].pending!.summary
+        let major = targets[index].pending!.forcedMajor
+            || (!targets[index].pending!.explicitMinor && (targets[index].lastSentTimestamp < 0 || summary.digest != targets[index].lastSentSummary.digest))
         if !major && targets[index].lastSentTimestamp >= 0
             && !profiles[Int(targets[index].profileIndex)].progressMoved(from: targets[index].lastSentSummary.progress, to: summary.progress) {
             // Read in place: copying the profile would retain and release its field list per event.
@@ -47,7 +47,7 @@ extension FanoutEngine {
         case (.broadcast, _):
             destination = .channel(targets[index].key)
         case (.activity, .start):
-            let token = pending[existing: slot].event.token!  // checked on receive
+            let token = targets[index].pending!.event.token!  // checked on receive
             destination = .pushToStartToken(token)
             let bucket = pushToStartBuckets[token] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
             earliest = max(earliest, bucket.nextCredit(after: now, settings: configuration.pushToStartBudget))
@@ -77,7 +77,7 @@ extension FanoutEngine {
         }
         // A major update that went at priority 5 because the target's priority-10 bucket was empty.
         let budgetDowngraded = major && priority == 5
-        let update = pending.remove(slot)!
+        let update = targets[index].pending.take()!
         let sendID = nextSendID
         nextSendID += 1
         let event = update.event
@@ -105,7 +105,7 @@ extension FanoutEngine {
         if targets[index].tokenWaitSince < 0 { targets[index].tokenWaitSince = now }
         let deadline = targets[index].tokenWaitSince + configuration.tokenWait
         guard now >= deadline else { return arm(slot, at: deadline, now: now) }
-        guard let update = pending.remove(slot) else { return }
+        guard let update = targets[index].pending.take() else { return }
         targets[index].tokenWaitSince = -1
         if update.event.kind == .end { targets[index].ended = true }
         deadLetter(update.offsets, partitionSlot: targets[index].partitionSlot, reason: .noToken,
@@ -145,7 +145,7 @@ extension FanoutEngine {
     mutating func sweep(now: Nanoseconds) {
         for index in targets.indices where targets[index].live {
             let target = targets[index]
-            guard target.inFlightSendID == 0, !pending.contains(Int32(index)) else { continue }
+            guard target.inFlightSendID == 0, target.pending == nil else { continue }
             let limit = target.ended ? configuration.forgetEndedAfter : configuration.forgetIdleAfter
             if now - target.lastEventAt >= limit { freeTarget(Int32(index)) }
         }

@@ -21,7 +21,6 @@ public struct FanoutEngine: Sendable {
     var targets: [TargetState] = []
     var freeSlots: [Int32] = []
     var slotByKey = TargetTable()
-    var pending = PendingStore()
     var inFlight = InFlightStore()
     var partitions: [PartitionState?] = []
     var partitionSlotByID: [PartitionID: Int32] = [:]
@@ -88,7 +87,7 @@ public struct FanoutEngine: Sendable {
         if targets[index].partitionSlot != partitionSlot {
             // Same key, other partition (repartitioned topic, or a key on two topics of one lane). Offsets
             // must complete on the partition they came from: re-home an idle target, refuse while busy.
-            guard !pending.contains(slot) && targets[index].inFlightSendID == 0 else {
+            guard targets[index].pending == nil && targets[index].inFlightSendID == 0 else {
                 return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .keyMismatch,
                                   detail: "'\(event.target)' arrived on \(source.partition) while its updates are in progress on \(partitions[Int(targets[index].partitionSlot)]?.id.description ?? "a revoked partition"); one key must always map to one partition",
                                   target: event.target, app: app, into: &actions)
@@ -112,10 +111,10 @@ public struct FanoutEngine: Sendable {
         targets[index].latestAccepted = event.timestamp
         if event.kind == .end { targets[index].endAccepted = true }
         let summary = profiles[Int(targets[index].profileIndex)].summarize(event.contentFields)
-        if pending.contains(slot) {
+        if targets[index].pending != nil {
             // In place: the pending state is not copied.
-            if pending[existing: slot].absorb(event, summary: summary, offset: source.offset) == .cancelled {
-                let offsets = pending.remove(slot)!.offsets
+            if targets[index].pending!.absorb(event, summary: summary, offset: source.offset) == .cancelled {
+                let offsets = targets[index].pending.take()!.offsets
                 targets[index].ended = true
                 for offset in offsets {
                     drop(offset, partitionSlot: partitionSlot, reason: .endedBeforeStart, into: &actions)
@@ -123,7 +122,7 @@ public struct FanoutEngine: Sendable {
                 return
             }
         } else {
-            pending.insert(PendingUpdate(event: event, summary: summary, offset: source.offset), for: slot)
+            targets[index].pending = PendingUpdate(event: event, summary: summary, offset: source.offset)
         }
         evaluate(slot, now: now, into: &actions)
     }
