@@ -25,6 +25,11 @@ struct PendingUpdate: Sendable {
         self.explicitMinor = event.importance == .minor && event.kind == .update && event.alert == nil
     }
 
+    /// What the send decision reads, as plain values.
+    var facts: PendingFacts {
+        PendingFacts(kind: event.kind, summary: summary, forcedMajor: forcedMajor, explicitMinor: explicitMinor)
+    }
+
     /// Result of folding a newer state into an older one.
     enum Merge {
         case merged
@@ -77,4 +82,12 @@ struct PendingUpdate: Sendable {
         explicitMinor = newerExplicitMinor
         return .merged
     }
+}
+
+/// The parts of a pending update the send decision reads (`FanoutEngine.evaluate`), without references.
+struct PendingFacts {
+    var kind: EventKind
+    var summary: ContentSummary
+    var forcedMajor: Bool
+    var explicitMinor: Bool
 }

@@ -16,9 +16,14 @@ extension FanoutEngine {
     /// one might, or parks the target behind its paused app.
     mutating func evaluate(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
         let index = Int(slot)
-        guard targets[index].inFlightSendID == 0, targets[index].pending != nil else { return }
-        // Read the pending state in place; it is moved out (not copied) only when sent.
-        let kind = targets[index].pending!.event.kind
+        // Read the pending state in place, through the buffer: going through `Array`'s subscript getter,
+        // the optimizer copied the whole target (pending state and reference counts included) to read a
+        // few fields of it. The pending state is moved out (not copied) only when sent.
+        let facts: PendingFacts? = targets.withUnsafeBufferPointer { buffer in
+            buffer[index].inFlightSendID == 0 ? buffer[index].pending?.facts : nil
+        }
+        guard let facts else { return }
+        let kind = facts.kind
         var probing = false
         if !paused.isEmpty, let pausedApp = paused[targets[index].appIndex] {  // isEmpty: no hashing in the common case
             guard pausedApp.probeSendID == 0 && now >= pausedApp.probeAt else {
@@ -32,11 +37,14 @@ extension FanoutEngine {
         }
         let settings = budget(targets[index].budgetClass)
         var earliest = max(targets[index].lastSendAt + settings.minInterval, targets[index].backoffUntil)
-        let summary = targets[index].pending!.summary
-        let major = targets[index].pending!.forcedMajor
-            || (!targets[index].pending!.explicitMinor && (targets[index].lastSentTimestamp < 0 || summary.digest != targets[index].lastSentSummary.digest))
-        if !major && targets[index].lastSentTimestamp >= 0
-            && !profiles[Int(targets[index].profileIndex)].progressMoved(from: targets[index].lastSentSummary.progress, to: summary.progress) {
+        let summary = facts.summary
+        let forcedMajor = facts.forcedMajor
+        let explicitMinor = facts.explicitMinor
+        let lastSentTimestamp = targets[index].lastSentTimestamp
+        let lastSent = targets[index].lastSentSummary
+        let major = forcedMajor || (!explicitMinor && (lastSentTimestamp < 0 || summary.digest != lastSent.digest))
+        if !major && lastSentTimestamp >= 0
+            && !profiles[Int(targets[index].profileIndex)].progressMoved(from: lastSent.progress, to: summary.progress) {
             // Read in place: copying the profile would retain and release its field list per event.
             earliest = max(earliest, targets[index].lastDeliveredAt + profiles[Int(targets[index].profileIndex)].maxQuiet)
         }
