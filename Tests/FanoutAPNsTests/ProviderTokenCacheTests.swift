@@ -131,4 +131,26 @@ import FanoutCrypto
         #expect(gate.capacity(inFlight: 0, now: start + .seconds(30)) == 100)
         #expect(gate.capacity(inFlight: 0, now: start + .seconds(61)) == 1)
     }
+
+    @Test func withoutIdleReprobeAnOpenConnectionStaysOpen() {
+        // The nghttp2 transport PINGs idle connections and knows when one dies: no re-probe.
+        var gate = ConnectionGate(streamCap: 100, idleReprobe: nil, backoffMinimum: .milliseconds(100),
+                                  backoffMaximum: .seconds(30), now: start)
+        let epoch = gate.dispatched(now: start)
+        gate.completed(.response(authenticated: true), epoch: epoch, now: start, jitter: 0)
+        #expect(gate.capacity(inFlight: 0, now: start + .seconds(3600)) == 100)
+    }
+
+    @Test func cleanCloseStartsFreshWithoutBackoffButKeepsABackoff() {
+        var gate = gate()
+        let epoch = gate.dispatched(now: start)
+        gate.completed(.response(authenticated: true), epoch: epoch, now: start, jitter: 0)
+        gate.connectionClosed()
+        #expect(gate.capacity(inFlight: 0, now: start) == 1, "a new connection is probed again")
+        #expect(gate.backoffDeadline == nil)
+        let probe = gate.dispatched(now: start)
+        gate.completed(.transportFailure, epoch: probe, now: start, jitter: 1)
+        gate.connectionClosed()
+        #expect(gate.backoffDeadline == start + .milliseconds(100), "closing does not cut a backoff short")
+    }
 }

@@ -50,6 +50,10 @@ final class NghttpdServer: @unchecked Sendable {
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
 
+    /// Freezes the server (SIGSTOP): connections stay open, nothing is answered, PINGs included.
+    func pause() { kill(process.processIdentifier, SIGSTOP) }
+    func resume() { kill(process.processIdentifier, SIGCONT) }
+
     deinit {
         // Not waitUntilExit(): it spins a run loop that can hang on a cooperative-pool thread.
         kill(process.processIdentifier, SIGKILL)
@@ -57,7 +61,8 @@ final class NghttpdServer: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    private static func waitUntilListening(port: Int, process: Process) -> Bool {
+    /// Polls until something accepts TCP connections on 127.0.0.1:`port` (false if `process` exits first).
+    static func waitUntilListening(port: Int, process: Process) -> Bool {
         for _ in 0..<100 {
             if !process.isRunning { return false }
             let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -16,6 +16,7 @@ final class HTTP2ClientCallbacks {
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(pointer, onDataChunk)
         nghttp2_session_callbacks_set_on_frame_recv_callback(pointer, onFrameReceived)
         nghttp2_session_callbacks_set_on_stream_close_callback(pointer, onStreamClose)
+        nghttp2_session_callbacks_set_on_frame_not_send_callback(pointer, onFrameNotSent)
     }
 
     deinit { nghttp2_session_callbacks_del(pointer) }
@@ -65,6 +66,17 @@ private func onFrameReceived(_ session: OpaquePointer?, _ frame: UnsafePointer<n
 
 private func onStreamClose(_ session: OpaquePointer?, _ streamID: Int32, _ errorCode: UInt32, _ userData: UnsafeMutableRawPointer?) -> Int32 {
     connection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
+    return 0
+}
+
+/// A request whose HEADERS nghttp2 could not send (after a GOAWAY: START_STREAM_NOT_ALLOWED). Its
+/// stream was never opened, so no stream-close callback follows: this is the only notice.
+private func onFrameNotSent(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?, _ libErrorCode: Int32,
+                            _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else {
+        return 0
+    }
+    connection(userData).requestNotSent(streamID: frame.pointee.hd.stream_id, libErrorCode: libErrorCode)
     return 0
 }
 

@@ -83,9 +83,13 @@ final class HTTP2ClientConnection {
     /// Requests this connection may carry in total right now: the gate's answer, capped by the
     /// server's limit once the session is up; none while a GOAWAY drains it.
     func capacity(now: ContinuousClock.Instant) -> Int {
-        if state == .draining { return 0 }
+        // Ask the gate first, even while draining: it moves a finished backoff on to fresh.
         let allowed = gate.capacity(inFlight: inFlight, now: now)
-        return state == .ready ? min(allowed, serverStreamLimit) : allowed
+        switch state {
+        case .draining: return 0
+        case .ready: return min(allowed, serverStreamLimit)
+        case .idle, .connecting, .handshaking: return allowed
+        }
     }
 
     // MARK: Requests
@@ -375,7 +379,8 @@ final class HTTP2ClientConnection {
         }
     }
 
-    /// The next instant `tick` has work, for the engine's wait.
+    /// The next instant `tick` has work, for the engine's wait: exactly the conditions `tick` checks,
+    /// so a timer in the past is always handled by the next `tick` (the loop never spins on it).
     func nextTimer(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         var next: ContinuousClock.Instant?
         func consider(_ instant: ContinuousClock.Instant) { next = min(next ?? instant, instant) }
@@ -383,9 +388,13 @@ final class HTTP2ClientConnection {
         case .idle: return nil
         case .connecting, .handshaking: if let connectDeadline { consider(connectDeadline) }
         case .ready, .draining:
-            if let pingSentAt { consider(pingSentAt + settings.pingTimeout) } else { consider(lastRead + settings.upkeepInterval) }
+            if let pingSentAt {
+                consider(pingSentAt + settings.pingTimeout)
+            } else if state == .ready {
+                consider(lastRead + settings.upkeepInterval)
+            }
         }
-        if inFlight > 0 { consider(max(nextStreamScan, now)) }
+        if inFlight > 0 { consider(nextStreamScan) }
         return next
     }
 
@@ -481,6 +490,18 @@ final class HTTP2ClientConnection {
             end = .streamFailed("HTTP/2 stream closed without a complete response (\(name))")
         }
         sink.ended.append((stream, end))
+    }
+
+    func requestNotSent(streamID: Int32, libErrorCode: Int32) {
+        // Rare (a GOAWAY raced our requests): a linear search is fine.
+        guard let stream = streams.first(where: { $0.streamID == streamID }) else { return }
+        removeFromWire(stream)
+        let why = String(cString: nghttp2_strerror(libErrorCode))
+        if let goAway {
+            sink.ended.append((stream, .transportFailed("not sent: the server sent \(goAway); retry on a new connection")))
+        } else {
+            sink.ended.append((stream, .streamFailed("HTTP/2 request not sent (\(why))")))
+        }
     }
 
     // MARK: Closing

@@ -174,7 +174,9 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         var until = now + .seconds(1)
         for connection in connections {
             if let next = connection.nextTimer(now: now) { until = min(until, next) }
-            if let backoff = connection.gate.backoffDeadline { until = min(until, backoff) }
+            // A backoff that is over matters only to dispatch, which runs when there is room: waking
+            // for it now would spin the loop (and starve the sockets) while maxInFlight is reached.
+            if let backoff = connection.gate.backoffDeadline, backoff > now { until = min(until, backoff) }
         }
         if let deadline { until = min(until, deadline) }
         let timeout = until <= now ? 0 : Int32(min(1000, (until - now).milliseconds + 1))
