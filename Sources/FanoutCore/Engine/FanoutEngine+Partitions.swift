@@ -100,8 +100,8 @@ extension FanoutEngine {
         }
     }
 
-    mutating func targetSlot(_ hash: TargetHash, id: String, app: String, partitionSlot: Int32, now: Nanoseconds) -> Int32 {
-        if let slot = slot(of: hash, id: id) { return slot }
+    /// Starts tracking a target whose key is not tracked yet (`slot(of:id:)` returned nil).
+    mutating func newTarget(_ hash: TargetHash, id: String, app: String, partitionSlot: Int32, now: Nanoseconds) -> Int32 {
         let lane = hash.lane
         let appIndex = internApp(app)
         var profileIndex: UInt16 = 0

@@ -67,6 +67,10 @@ public struct FanoutEngine: Sendable {
         // The target's bytes are hashed once: the dedupe digest and the target lookup share it.
         let targetHash = TargetHash(lane: event.lane, id: event.target)
         let digest = DedupeWindow.digest(targetFNV: targetHash.fnv, id: event.id)
+        // Look the target up before the dedupe probe (read-only; the result is used below): the two are
+        // independent random reads, and in this order the dedupe table's cache miss is issued while the
+        // target's is still outstanding instead of after it.
+        let existing = slot(of: targetHash, id: event.target)
         guard partitions[Int(partitionSlot)]!.dedupe.insert(digest) else {
             return drop(source.offset, partitionSlot: partitionSlot, reason: .duplicateID, into: &actions)
         }
@@ -82,7 +86,7 @@ public struct FanoutEngine: Sendable {
             return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .startWithoutToken,
                               detail: "start needs the push-to-start token in `token`", target: event.target, app: app, into: &actions)
         }
-        let slot = targetSlot(targetHash, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
+        let slot = existing ?? newTarget(targetHash, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
         let index = Int(slot)
         if targets[index].partitionSlot != partitionSlot {
             // Same key, other partition (repartitioned topic, or a key on two topics of one lane). Offsets
