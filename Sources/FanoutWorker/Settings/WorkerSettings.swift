@@ -114,7 +114,7 @@ struct WorkerSettings: Sendable {
             endpoint: endpoint, credentials: credentials, port: apns.baseURL == nil && options.apnsBaseURL == nil ? apns.port : nil,
             connections: settings.connections, maxConcurrentStreamsPerConnection: min(500, max(1, settings.maxInFlight)),
             maxInFlight: settings.maxInFlight, maxQueued: max(1, settings.maxQueued), requestTimeout: apns.requestTimeout,
-            tokenCache: tokenCache)
+            tokenCache: tokenCache, transport: apns.transport)
     }
 
     /// The channel-management client configuration for one environment, for storage-policy lookups:
@@ -135,7 +135,7 @@ struct WorkerSettings: Sendable {
         return APNsClientConfiguration(endpoint: endpoint, credentials: credentials, connections: 1,
                                        maxConcurrentStreamsPerConnection: ChannelPolicies.defaultMaxConcurrentLookups,
                                        maxInFlight: ChannelPolicies.defaultMaxConcurrentLookups, maxQueued: 64,
-                                       requestTimeout: apns.requestTimeout, tokenCache: tokenCache)
+                                       requestTimeout: apns.requestTimeout, tokenCache: tokenCache, transport: apns.transport)
     }
 
     /// Channels whose storage policy the configuration states.

@@ -1,3 +1,5 @@
+import FanoutAPNs
+
 /// Every knob of `fanout run`, typed and validated. Built by `FanoutConfiguration.load(path:environment:)`.
 ///
 /// Defaults are those of DESIGN.md. Value semantics: pass it around freely; it never changes after load.
@@ -101,6 +103,9 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var requestTimeout: Duration
         /// Age at which the shared ES256 JWT is replaced; Apple requires 20…60 minutes.
         public var jwtRefreshInterval: Duration
+        /// The HTTP/2 implementation under every APNs client: `curl` (default) or `nghttp2` (PINGs idle
+        /// connections, reports GOAWAY reasons and the server's stream limit, lower cost per request).
+        public var transport: APNsClientConfiguration.Transport
         public var activity: APNsLane
         public var broadcast: APNsLane
     }
