@@ -1,8 +1,10 @@
 #!/bin/sh
 # Builds and runs the APNs client benchmark (not a test) in a side package, so it needs no target in
-# the main Package.swift: APNsClient → APNs simulator (in-process, 1 thread) over HTTP/2+TLS, next to
-# libcurl's own ceiling (curl-ceiling.c, same request shape) and h2load against the same server.
-#   Benchmarks/apns-client-bench/run.sh [--requests N] [--connections C] [--streams S] [--timeline 1]
+# the main Package.swift: APNsClient over each transport (libcurl, nghttp2) → APNs simulator
+# (in-process, 1 thread) over HTTP/2+TLS, next to libcurl's own ceiling (curl-ceiling.c, same request
+# shape) and h2load against the same server; R interleaved rounds, medians and ratios at the end.
+#   Benchmarks/apns-client-bench/run.sh [--requests N] [--connections C] [--streams S] [--runs R]
+#                                       [--transports curl,nghttp2] [--timeline 1]
 #   Benchmarks/apns-client-bench/run.sh --url https://127.0.0.1:PORT --ca CA.pem --token HEX   # e.g. nghttpd
 set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,7 +25,7 @@ let package = Package(name: "APNsClientBench", targets: [
     .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
     .target(name: "APNsModel"),
     .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"]),
-    .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "CCurl", "CCurlShim"]),
+    .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "CCurl", "CCurlShim", "CNghttp2"]),
     .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "CNghttp2"]),
     .executableTarget(name: "apns-client-bench", dependencies: ["FanoutAPNs", "APNsModel", "FanoutCrypto", "APNsSimulator"], path: "Bench"),
 ])
