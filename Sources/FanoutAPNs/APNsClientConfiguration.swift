@@ -27,7 +27,7 @@ public struct APNsClientConfiguration: Sendable {
     public var transport: Transport
     /// 443 or 2197 for Apple push hosts; ignored for custom endpoints (the URL carries the port).
     public var port: Int?
-    /// Long-lived HTTP/2 connections in this client's pool (each its own libcurl multi).
+    /// Long-lived HTTP/2 connections in this client's pool (with `.curl`, each its own libcurl multi).
     public var connections: Int
     /// Our cap on concurrent streams per connection; the server's SETTINGS may lower it further,
     /// and a fresh connection carries one request until the first authenticated response.

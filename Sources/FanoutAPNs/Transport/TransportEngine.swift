@@ -12,6 +12,65 @@ protocol TransportEngine: AnyObject, Sendable {
     func wakeup()
 }
 
+/// A pooled connection as the dispatcher sees it, whichever transport carries it.
+protocol PooledConnection: AnyObject {
+    /// Requests dispatched to this connection and not yet completed.
+    var inFlight: Int { get }
+    /// Requests this connection may carry in total right now (its `ConnectionGate`, capped by what the
+    /// transport knows, such as the server's stream limit).
+    func capacity(now: ContinuousClock.Instant) -> Int
+}
+
+/// The dispatch decisions both transports share: how many queued submissions fit now, which connection
+/// takes the next one (the least loaded with a free slot), and the provider token it is signed with.
+struct Dispatcher<Connection: PooledConnection> {
+    let connections: [Connection]
+    let maxInFlight: Int
+    let tokenCache: ProviderTokenCache
+
+    /// Takes as many submissions from `queue` as the bounds allow and hands each to `start` with its
+    /// connection and token (or completes it with the reason it cannot start). Returns whether room is left.
+    func dispatch(from queue: SubmissionQueue, into batch: inout [Submission], inFlight: Int, now: ContinuousClock.Instant,
+                  start: (Submission, Connection, ProviderTokenCache.Token) -> Void) -> Bool {
+        let room = room(inFlight: inFlight, now: now)
+        guard room > 0 else { return false }
+        batch.removeAll(keepingCapacity: true)
+        queue.take(upTo: room, into: &batch)
+        for submission in batch {
+            if let (connection, token) = assign(submission, now: now) { start(submission, connection, token) }
+        }
+        return room > batch.count
+    }
+
+    /// Submissions that may start now: free slots across the pool, within `maxInFlight`.
+    func room(inFlight: Int, now: ContinuousClock.Instant) -> Int {
+        let room = maxInFlight - inFlight
+        guard room > 0 else { return 0 }
+        var free = 0
+        for connection in connections { free += max(0, connection.capacity(now: now) - connection.inFlight) }
+        return min(room, free)
+    }
+
+    /// The connection and token for `submission`; nil after completing it with the reason it cannot start.
+    func assign(_ submission: Submission, now: ContinuousClock.Instant) -> (Connection, ProviderTokenCache.Token)? {
+        var best: Connection?
+        for connection in connections where connection.capacity(now: now) - connection.inFlight > 0 {
+            if best == nil || connection.inFlight < best!.inFlight { best = connection }
+        }
+        guard let best else {
+            // Engines take only what `room` allows; reaching here is a bug, but never lose the request.
+            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "no connection capacity (internal)"))
+            return nil
+        }
+        do {
+            return (best, try tokenCache.token(for: submission.credentials))
+        } catch {
+            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot sign the provider token: \(error)"))
+            return nil
+        }
+    }
+}
+
 /// Counters the transport thread publishes for `APNsClient.stats`.
 final class APNsClientCounters: Sendable {
     let inFlight = Atomic<Int>(0)

@@ -6,7 +6,7 @@ import CCurlShim
 /// gate each connection's stream count.
 ///
 /// Confined to the transport thread (the multi's `wakeup` is the only cross-thread call).
-final class CurlConnection {
+final class CurlConnection: PooledConnection {
     let index: Int
     let multi: CurlMulti
     var gate: ConnectionGate
@@ -30,6 +30,8 @@ final class CurlConnection {
     }
 
     var inFlight: Int { transfers.count }
+
+    func capacity(now: ContinuousClock.Instant) -> Int { gate.capacity(inFlight: inFlight, now: now) }
 
     /// Hands `transfer` (already prepared) to libcurl on this connection.
     func add(_ transfer: CurlTransfer) throws(APNsClientError) {

@@ -18,6 +18,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
     let counters: APNsClientCounters
     let finished: ShutdownSignal
     let connections: [CurlConnection]
+    private let dispatcher: Dispatcher<CurlConnection>
     private var idleTransfers: [CurlTransfer] = []
     private var inFlight = 0
     private let clock = ContinuousClock()
@@ -40,6 +41,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             pool.append(try CurlConnection(index: index, configuration: configuration, now: now))
         }
         connections = pool
+        dispatcher = Dispatcher(connections: pool, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache)
         waitFDs = .allocate(capacity: waitFDCapacity)
         batch.reserveCapacity(min(configuration.maxInFlight, 1024))
         done.reserveCapacity(256)
@@ -58,7 +60,9 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
                 abortEverything(reason: "shutdown deadline passed before APNs answered; the push may or may not have been delivered")
                 break
             }
-            let spare = dispatch(now: now)
+            let spare = dispatcher.dispatch(from: queue, into: &batch, inFlight: inFlight, now: now) { submission, connection, token in
+                start(submission, on: connection, token: token, now: now)
+            }
             for connection in connections where connection.inFlight > 0 {
                 connection.perform(into: &done)
             }
@@ -75,40 +79,8 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
         finished.signal()
     }
 
-    /// Moves as many submissions to libcurl as the bounds allow. Returns whether room is left.
-    private func dispatch(now: ContinuousClock.Instant) -> Bool {
-        var room = configuration.maxInFlight - inFlight
-        guard room > 0 else { return false }
-        var capacity = 0
-        for connection in connections {
-            capacity += max(0, connection.gate.capacity(inFlight: connection.inFlight, now: now) - connection.inFlight)
-        }
-        room = min(room, capacity)
-        guard room > 0 else { return false }
-        batch.removeAll(keepingCapacity: true)
-        queue.take(upTo: room, into: &batch)
-        for submission in batch { start(submission, now: now) }
-        return room > batch.count
-    }
-
-    private func start(_ submission: Submission, now: ContinuousClock.Instant) {
-        var best: CurlConnection?
-        for connection in connections {
-            let free = connection.gate.capacity(inFlight: connection.inFlight, now: now) - connection.inFlight
-            if free > 0, best == nil || connection.inFlight < best!.inFlight { best = connection }
-        }
-        guard let connection = best else {
-            // dispatch() only takes what fits; reaching here is a bug, but never lose the request.
-            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "no connection capacity (internal)"))
-            return
-        }
-        let token: ProviderTokenCache.Token
-        do {
-            token = try configuration.tokenCache.token(for: submission.credentials)
-        } catch {
-            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot sign the provider token: \(error)"))
-            return
-        }
+    private func start(_ submission: Submission, on connection: CurlConnection, token: ProviderTokenCache.Token,
+                       now: ContinuousClock.Instant) {
         do {
             let transfer = try idleTransfers.popLast() ?? CurlTransfer(configuration: configuration)
             try transfer.prepare(submission.request, url: baseURL + submission.request.path,

@@ -9,7 +9,7 @@ import Foundation
 /// Confined to the transport thread. Owns the descriptor, the TLS session and the nghttp2 session
 /// (released in `teardown`, which `deinit` also runs); nghttp2 calls back into it only from inside
 /// `service`, `flush`, `tick` and `submit` on that thread.
-final class HTTP2ClientConnection {
+final class HTTP2ClientConnection: PooledConnection {
     enum State: Equatable { case idle, connecting, handshaking, ready, draining }
 
     struct Settings {

@@ -6,7 +6,7 @@ struct HTTP2Endpoint: Sendable {
     /// DNS name or IP literal (IPv6 without brackets): what TLS verifies and SNI names.
     let host: String
     let port: Int
-    /// `host:port` as the URL spells it (brackets kept), for `:authority`.
+    /// The host as the URL spells it (IPv6 brackets kept), with `:port` unless it is 443, for `:authority`.
     let authority: String
     /// A path prefix of the base URL ("" normally); request paths are appended to it.
     let pathPrefix: String
@@ -21,7 +21,6 @@ struct HTTP2Endpoint: Sendable {
         } else {
             pathPrefix = ""
         }
-        authority = String(rest)
         var portText: Substring?
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else { throw .badConfiguration("unclosed IPv6 bracket in '\(baseURL)'") }
@@ -45,6 +44,8 @@ struct HTTP2Endpoint: Sendable {
             port = 443
         }
         guard !host.isEmpty else { throw .badConfiguration("no host in '\(baseURL)'") }
+        let hostInURL = host.contains(":") ? "[\(host)]" : host
+        authority = port == 443 ? hostInURL : "\(hostInURL):\(port)"
     }
 
     /// Resolves the host (getaddrinfo, blocking: instant for IP literals; a DNS lookup otherwise).

@@ -23,6 +23,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     private let callbacks: HTTP2ClientCallbacks
     private let sink = HTTP2CompletionSink()
     private let connections: [HTTP2ClientConnection]
+    private let dispatcher: Dispatcher<HTTP2ClientConnection>
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let clock = ContinuousClock()
     private var idleStreams: [HTTP2Stream] = []
@@ -59,6 +60,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
                 settings: settings, tlsContext: tlsContext, events: events, sink: sink, callbacks: callbacks,
                 counters: counters, readBuffer: readBuffer)
         }
+        dispatcher = Dispatcher(connections: connections, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache)
         batch.reserveCapacity(min(configuration.maxInFlight, 1024))
     }
 
@@ -74,7 +76,9 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
                 abortEverything(reason: "shutdown deadline passed before APNs answered; the push may or may not have been delivered")
                 break
             }
-            let spare = dispatch(now: now)
+            let spare = dispatcher.dispatch(from: queue, into: &batch, inFlight: inFlight, now: now) { submission, connection, token in
+                start(submission, on: connection, token: token, now: now)
+            }
             for connection in connections {
                 connection.tick(now: now)
                 if connection.isDirty { connection.flush(now: now) }
@@ -93,39 +97,8 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         finished.signal()
     }
 
-    /// Moves as many submissions onto connections as the bounds allow. Returns whether room is left.
-    private func dispatch(now: ContinuousClock.Instant) -> Bool {
-        var room = configuration.maxInFlight - inFlight
-        guard room > 0 else { return false }
-        var capacity = 0
-        for connection in connections { capacity += max(0, connection.capacity(now: now) - connection.inFlight) }
-        room = min(room, capacity)
-        guard room > 0 else { return false }
-        batch.removeAll(keepingCapacity: true)
-        queue.take(upTo: room, into: &batch)
-        for submission in batch { start(submission, now: now) }
-        return room > batch.count
-    }
-
-    private func start(_ submission: Submission, now: ContinuousClock.Instant) {
-        var best: HTTP2ClientConnection?
-        var bestFree = 0
-        for connection in connections {
-            let free = connection.capacity(now: now) - connection.inFlight
-            if free > 0, best == nil || connection.inFlight < best!.inFlight { best = connection; bestFree = free }
-        }
-        guard let connection = best, bestFree > 0 else {
-            // dispatch() only takes what fits; reaching here is a bug, but never lose the request.
-            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "no connection capacity (internal)"))
-            return
-        }
-        let token: ProviderTokenCache.Token
-        do {
-            token = try configuration.tokenCache.token(for: submission.credentials)
-        } catch {
-            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot sign the provider token: \(error)"))
-            return
-        }
+    private func start(_ submission: Submission, on connection: HTTP2ClientConnection, token: ProviderTokenCache.Token,
+                       now: ContinuousClock.Instant) {
         let stream = idleStreams.popLast() ?? HTTP2Stream()
         stream.request = submission.request
         stream.authorization = "bearer " + token.jwt
