@@ -144,6 +144,36 @@ import FanoutCrypto
         #expect(harness.simulator.stats().requests == 0)
     }
 
+    @Test func hostNameIsVerifiedWithSNIAndIPAddressesToo() async throws {
+        // Listening on every IPv4 address, so the certificate (localhost, 127.0.0.1, ::1) can be reached by other names.
+        let key = try P256PrivateKey.generate()
+        var configuration = APNsSimulatorConfiguration(teamID: TestApps.teamID, keys: [TestApps.keyID: try key.publicKey().pemSPKI()],
+                                                       apps: [TestApps.bundleID])
+        configuration.host = "0.0.0.0"
+        configuration.threads = 1
+        let simulator = try APNsSimulator(configuration: configuration)
+        try simulator.start()
+        defer { simulator.stop() }
+        func send(to host: String) async throws -> APNsResult {
+            let client = try APNsClient(configuration: APNsClientConfiguration(
+                endpoint: .custom(baseURL: "https://\(host):\(simulator.port)", caFile: simulator.caCertificatePath),
+                credentials: TestApps.credentials(key: key), connections: 1, tokenCache: ProviderTokenCache(), transport: .nghttp2))
+            let result = await client.send(try TestApps.push())
+            await client.shutdown(deadline: .now + .seconds(5))
+            return result
+        }
+        // A DNS name the certificate lists (checked with SNI; if localhost resolves to ::1 first, that connect is
+        // refused and the next address is tried), and an IP literal it lists.
+        for host in ["localhost", "127.0.0.1"] {
+            let result = try await send(to: host)
+            #expect(result.outcome == .delivered, "\(host): \(result)")
+        }
+        // Another loopback address reaches the same server, but the certificate does not name it.
+        let mismatch = try await send(to: "127.0.0.2")
+        #expect(mismatch.status == nil)
+        #expect(mismatch.transportFailure?.contains("certificate verification failed") == true, "\(mismatch.transportFailure ?? "")")
+    }
+
     @Test(.enabled(if: PlainTLSServer.isAvailable, "the openssl CLI is not installed"))
     func serverWithoutHTTP2ALPNFailsClearly() async throws {
         let server = try PlainTLSServer()

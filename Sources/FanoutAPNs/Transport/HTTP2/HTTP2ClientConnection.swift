@@ -50,6 +50,8 @@ final class HTTP2ClientConnection: PooledConnection {
     private var lastRead = ContinuousClock.now
     private var pingSentAt: ContinuousClock.Instant?
     private var attempts = 0
+    private var addresses: [SocketAddress] = []
+    private var addressIndex = 0
     private var nextStreamScan = ContinuousClock.now
 
     private var headerArena: [UInt8] = []
@@ -170,23 +172,36 @@ final class HTTP2ClientConnection: PooledConnection {
     // MARK: Opening
 
     private func open(now: ContinuousClock.Instant) {
-        attempts += 1
         connectDeadline = now + settings.connectTimeout
-        let endpoint = settings.endpoint
-        let addresses: [SocketAddress]
-        switch endpoint.resolve() {
+        switch settings.endpoint.resolve() {
         case .success(let list): addresses = list
         case .failure(let error): return fail(error.text, now: now)
         }
-        // Successive attempts walk the address list.
-        switch addresses[(attempts - 1) % addresses.count].startConnect() {
-        case .success(let socket): descriptor = socket
-        case .failure(let error): return fail("connect to \(endpoint.authority) failed: \(error.text)", now: now)
+        // Each connection starts one address further down the list, so a dead address is not tried first every time.
+        attempts += 1
+        addressIndex = 0
+        connectNext(now: now, firstError: nil)
+    }
+
+    /// Starts a TCP connect to the next untried address; fails the connection when none is left.
+    private func connectNext(now: ContinuousClock.Instant, firstError: String?) {
+        var firstError = firstError
+        while addressIndex < addresses.count {
+            let address = addresses[(attempts - 1 + addressIndex) % addresses.count]
+            addressIndex += 1
+            switch address.startConnect() {
+            case .success(let socket):
+                descriptor = socket
+                state = .connecting
+                watchingWritable = true
+                events.add(descriptor, token: token, writable: true)
+                lastRead = now
+                return
+            case .failure(let error):
+                firstError = firstError ?? error.text
+            }
         }
-        state = .connecting
-        watchingWritable = true
-        events.add(descriptor, token: token, writable: true)
-        lastRead = now
+        fail("connect to \(settings.endpoint.authority) failed: \(firstError ?? "no address")", now: now)
     }
 
     private func finishConnect(now: ContinuousClock.Instant) {
@@ -194,7 +209,12 @@ final class HTTP2ClientConnection: PooledConnection {
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
         guard error == 0 else {
-            return fail("connect to \(settings.endpoint.authority) failed: \(String(cString: strerror(error)))", now: now)
+            // Try the host's next address (IPv6 unreachable, one address down) within the same connect timeout.
+            let text = String(cString: strerror(error))
+            events.remove(descriptor)
+            close(descriptor)
+            descriptor = -1
+            return connectNext(now: now, firstError: text)
         }
         do {
             tls = try tlsContext.makeConnection(socket: descriptor, serverName: settings.endpoint.host)
