@@ -1,5 +1,6 @@
 import COpenSSL
 import COpenSSLShim
+import Foundation
 
 /// A TLS 1.2+ client configuration for HTTP/2 hosts: peer verification always on (system CA paths,
 /// or only the given CA file), ALPN offering exactly "h2".
@@ -50,9 +51,9 @@ public final class TLSClientContext: @unchecked Sendable {
         return connection
     }
 
-    static func isIPLiteral(_ name: String) -> Bool {
-        if name.contains(":") { return true }   // IPv6 (brackets already removed)
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { part in !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isNumber) }
+    /// Whether `name` is a numeric IPv4 or IPv6 address (IPv6 without brackets).
+    public static func isIPLiteral(_ name: String) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        return inet_pton(AF_INET, name, &buffer) == 1 || inet_pton(AF_INET6, name, &buffer) == 1
     }
 }

@@ -1,5 +1,6 @@
 import Testing
 @testable import FanoutAPNs
+import FanoutCrypto
 
 @Suite struct HTTP2EndpointTests {
     @Test func appleHostsAndCustomURLs() throws {
@@ -18,6 +19,26 @@ import Testing
         let prefixed = try HTTP2Endpoint(baseURL: "https://127.0.0.1:9000/apns/")
         #expect(prefixed.pathPrefix == "/apns")
         #expect(prefixed.authority == "127.0.0.1:9000")
+    }
+
+    @Test func ipLiteralsNeedNoLookup() throws {
+        #expect(try HTTP2Endpoint(baseURL: "https://127.0.0.1:1").hostIsIPLiteral)
+        #expect(try HTTP2Endpoint(baseURL: "https://[::1]:1").hostIsIPLiteral)
+        #expect(try !HTTP2Endpoint(baseURL: "https://api.push.apple.com").hostIsIPLiteral)
+        #expect(!TLSClientContext.isIPLiteral("1.2.3"))
+        #expect(!TLSClientContext.isIPLiteral("localhost"))
+    }
+
+    @Test func unresolvableHostFailsAsRetry() async throws {
+        // .invalid never resolves (RFC 6761); the lookup runs off the transport thread, bounded by the connect timeout.
+        let client = try APNsClient(configuration: APNsClientConfiguration(
+            endpoint: .custom(baseURL: "https://fanout-test.invalid", caFile: nil), credentials: TestApps.credentials(key: try .generate()),
+            connections: 1, connectTimeout: .seconds(3), tokenCache: ProviderTokenCache(), transport: .nghttp2))
+        let result = await client.send(try TestApps.push())
+        #expect(result.status == nil)
+        guard case .retry = result.outcome, let failure = result.transportFailure else { Issue.record("expected retry, got \(result)"); return }
+        #expect(failure.contains("cannot resolve fanout-test.invalid") || failure.contains("timed out"), "\(failure)")
+        await client.shutdown(deadline: .now + .seconds(5))
     }
 
     @Test func badURLsAreConfigurationErrors() {

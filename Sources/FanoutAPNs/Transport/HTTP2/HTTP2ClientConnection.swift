@@ -10,7 +10,7 @@ import Foundation
 /// (released in `teardown`, which `deinit` also runs); nghttp2 calls back into it only from inside
 /// `service`, `flush`, `tick` and `submit` on that thread.
 final class HTTP2ClientConnection: PooledConnection {
-    enum State: Equatable { case idle, connecting, handshaking, ready, draining }
+    enum State: Equatable { case idle, resolving, connecting, handshaking, ready, draining }
 
     struct Settings {
         var endpoint: HTTP2Endpoint
@@ -39,6 +39,7 @@ final class HTTP2ClientConnection: PooledConnection {
     private let sink: HTTP2CompletionSink
     private let callbacks: HTTP2ClientCallbacks
     private let counters: APNsClientCounters
+    private let resolver: HTTP2Resolver
     private let readBuffer: UnsafeMutableRawBufferPointer
     private var descriptor: Int32 = -1
     private var tls: TLSConnection?
@@ -51,6 +52,7 @@ final class HTTP2ClientConnection: PooledConnection {
     private var pingSentAt: ContinuousClock.Instant?
     private var attempts = 0
     private var addresses: [SocketAddress] = []
+    private var resolveSerial: UInt64 = 0
     private var addressIndex = 0
     private var nextStreamScan = ContinuousClock.now
 
@@ -62,7 +64,7 @@ final class HTTP2ClientConnection: PooledConnection {
     static let streamScanInterval: Duration = .milliseconds(100)
 
     init(index: Int, gate: ConnectionGate, settings: Settings, tlsContext: TLSClientContext, events: HTTP2EventSet,
-         sink: HTTP2CompletionSink, callbacks: HTTP2ClientCallbacks, counters: APNsClientCounters,
+         sink: HTTP2CompletionSink, callbacks: HTTP2ClientCallbacks, counters: APNsClientCounters, resolver: HTTP2Resolver,
          readBuffer: UnsafeMutableRawBufferPointer) {
         self.index = index
         self.gate = gate
@@ -72,6 +74,7 @@ final class HTTP2ClientConnection: PooledConnection {
         self.sink = sink
         self.callbacks = callbacks
         self.counters = counters
+        self.resolver = resolver
         self.readBuffer = readBuffer
         output.reserveCapacity(Self.outputHighWater + 16 * 1024)
     }
@@ -90,7 +93,7 @@ final class HTTP2ClientConnection: PooledConnection {
         switch state {
         case .draining: return 0
         case .ready: return min(allowed, serverStreamLimit)
-        case .idle, .connecting, .handshaking: return allowed
+        case .idle, .resolving, .connecting, .handshaking: return allowed
         }
     }
 
@@ -104,7 +107,7 @@ final class HTTP2ClientConnection: PooledConnection {
         switch state {
         case .ready:
             start(stream)
-        case .connecting, .handshaking:
+        case .resolving, .connecting, .handshaking:
             pending.append(stream)
         case .idle:
             pending.append(stream)
@@ -173,7 +176,24 @@ final class HTTP2ClientConnection: PooledConnection {
 
     private func open(now: ContinuousClock.Instant) {
         connectDeadline = now + settings.connectTimeout
-        switch settings.endpoint.resolve() {
+        lastRead = now
+        if settings.endpoint.hostIsIPLiteral {
+            return resolved(settings.endpoint.resolve(), now: now)
+        }
+        // A DNS name: looked up on a resolver thread (Apple asks for a fresh lookup per connection).
+        state = .resolving
+        resolveSerial += 1
+        resolver.resolve(settings.endpoint, connection: index, serial: resolveSerial)
+    }
+
+    /// A lookup answer from `HTTP2Resolver`; ignored unless this connection still waits for it.
+    func resolved(_ answer: HTTP2Resolver.Answer, now: ContinuousClock.Instant) {
+        guard state == .resolving, answer.serial == resolveSerial else { return }
+        resolved(answer.result, now: now)
+    }
+
+    private func resolved(_ result: Result<[SocketAddress], HTTP2ConnectError>, now: ContinuousClock.Instant) {
+        switch result {
         case .success(let list): addresses = list
         case .failure(let error): return fail(error.text, now: now)
         }
@@ -273,7 +293,7 @@ final class HTTP2ClientConnection: PooledConnection {
     /// Handles readiness of this connection's socket.
     func service(events mask: UInt32, now: ContinuousClock.Instant) {
         switch state {
-        case .idle:
+        case .idle, .resolving:
             return
         case .connecting:
             finishConnect(now: now)
@@ -369,9 +389,9 @@ final class HTTP2ClientConnection: PooledConnection {
         switch state {
         case .idle:
             return
-        case .connecting, .handshaking:
+        case .resolving, .connecting, .handshaking:
             if let connectDeadline, now >= connectDeadline {
-                return fail("connecting to \(settings.endpoint.authority) timed out after \(settings.connectTimeout) (TCP + TLS)", now: now)
+                return fail("connecting to \(settings.endpoint.authority) timed out after \(settings.connectTimeout) (DNS + TCP + TLS)", now: now)
             }
         case .ready, .draining:
             if let pingSentAt {
@@ -406,7 +426,7 @@ final class HTTP2ClientConnection: PooledConnection {
         func consider(_ instant: ContinuousClock.Instant) { next = min(next ?? instant, instant) }
         switch state {
         case .idle: return nil
-        case .connecting, .handshaking: if let connectDeadline { consider(connectDeadline) }
+        case .resolving, .connecting, .handshaking: if let connectDeadline { consider(connectDeadline) }
         case .ready, .draining:
             if let pingSentAt {
                 consider(pingSentAt + settings.pingTimeout)

@@ -1,3 +1,4 @@
+import FanoutCrypto
 import Foundation
 
 /// Where the nghttp2 transport connects: host, port and `:authority` from the client's base URL,
@@ -48,7 +49,11 @@ struct HTTP2Endpoint: Sendable {
         authority = port == 443 ? hostInURL : "\(hostInURL):\(port)"
     }
 
-    /// Resolves the host (getaddrinfo, blocking: instant for IP literals; a DNS lookup otherwise).
+    /// Whether `host` is an IP literal (resolving it is instant and needs no DNS).
+    var hostIsIPLiteral: Bool { TLSClientContext.isIPLiteral(host) }
+
+    /// Resolves the host (getaddrinfo, blocking: instant for IP literals; a DNS lookup otherwise, so
+    /// the transport runs it on `HTTP2Resolver`'s threads).
     func resolve() -> Result<[SocketAddress], HTTP2ConnectError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -97,7 +102,7 @@ struct SocketAddress: Sendable {
     }
 }
 
-struct HTTP2ConnectError: Error {
+struct HTTP2ConnectError: Error, Sendable {
     var text: String
 
     static func fromErrno(_ operation: String) -> HTTP2ConnectError {

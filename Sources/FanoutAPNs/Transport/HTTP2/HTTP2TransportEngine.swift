@@ -11,9 +11,8 @@ import Foundation
 /// Everything here runs on the client's one dedicated thread. Other threads only touch `queue`
 /// (Mutex), `counters` (atomics, one Mutex) and `events.wake()`; hence `@unchecked Sendable`.
 ///
-/// DNS: a new connection resolves its host with a blocking `getaddrinfo` on this thread (instant for
-/// IP literals; a lookup per new connection otherwise, as Apple asks), which briefly stalls the
-/// other connections of this client.
+/// DNS: a new connection to a host name looks it up afresh (as Apple asks) on an `HTTP2Resolver`
+/// thread, never on this one; the connect timeout covers the lookup.
 final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     let configuration: APNsClientConfiguration
     let queue: SubmissionQueue
@@ -21,6 +20,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     let finished: ShutdownSignal
     private let events: HTTP2EventSet
     private let callbacks: HTTP2ClientCallbacks
+    private let resolver: HTTP2Resolver
     private let sink = HTTP2CompletionSink()
     private let connections: [HTTP2ClientConnection]
     private let dispatcher: Dispatcher<HTTP2ClientConnection>
@@ -45,20 +45,21 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         }
         events = try HTTP2EventSet()
         callbacks = try HTTP2ClientCallbacks()
+        resolver = HTTP2Resolver(events: events)
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         Self.ignoreSIGPIPE()
         let settings = HTTP2ClientConnection.Settings(endpoint: endpoint, connectTimeout: configuration.connectTimeout,
                                                       requestTimeout: configuration.requestTimeout,
                                                       upkeepInterval: configuration.upkeepInterval, pingTimeout: configuration.pingTimeout)
         let now = ContinuousClock.now
-        connections = (0..<configuration.connections).map { [events, sink, callbacks, readBuffer] index in
+        connections = (0..<configuration.connections).map { [events, sink, callbacks, resolver, readBuffer] index in
             HTTP2ClientConnection(
                 index: index,
                 gate: ConnectionGate(streamCap: configuration.maxConcurrentStreamsPerConnection, idleReprobe: nil,
                                      backoffMinimum: configuration.reconnectBackoff.minimum,
                                      backoffMaximum: configuration.reconnectBackoff.maximum, now: now),
                 settings: settings, tlsContext: tlsContext, events: events, sink: sink, callbacks: callbacks,
-                counters: counters, readBuffer: readBuffer)
+                counters: counters, resolver: resolver, readBuffer: readBuffer)
         }
         dispatcher = Dispatcher(connections: connections, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache)
         batch.reserveCapacity(min(configuration.maxInFlight, 1024))
@@ -76,6 +77,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
                 abortEverything(reason: "shutdown deadline passed before APNs answered; the push may or may not have been delivered")
                 break
             }
+            for answer in resolver.take() { connections[answer.connection].resolved(answer, now: now) }
             let spare = dispatcher.dispatch(from: queue, into: &batch, inFlight: inFlight, now: now) { submission, connection, token in
                 start(submission, on: connection, token: token, now: now)
             }
