@@ -61,4 +61,35 @@ struct EventLoopTests {
         #expect(wakeups < 50, "the loop woke \(wakeups) times while the only client was silent")
         #expect(harness.simulator.stats().connectionsOpen == 1)
     }
+
+    /// The descriptor of this process's listening IPv4 socket on `port` (found through /proc/self/fd), or nil.
+    static func listeningDescriptor(port: Int) -> Int32? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for descriptor in entries.compactMap({ Int32($0) }) {
+            var listening: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(descriptor, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) == 0, listening == 1 else { continue }
+            var address = sockaddr_in()
+            var addressLength = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &addressLength) }
+            }
+            if named == 0, address.sin_family == sa_family_t(AF_INET), Int(UInt16(bigEndian: address.sin_port)) == port { return descriptor }
+        }
+        return nil
+    }
+
+    /// When accept() keeps failing while the listener stays readable (EMFILE when the process is out of
+    /// descriptors; here a listener shut down under the loop, which fails accept() with EINVAL the same way),
+    /// the loop used to retry at once, spinning at full CPU. It now pauses the listeners and counts the failure.
+    @Test func aFailingAcceptPausesInsteadOfSpinning() async throws {
+        let harness = try SimulatorHarness()
+        let listener = try #require(Self.listeningDescriptor(port: harness.simulator.port))
+        let before = harness.simulator.eventLoopWakeups
+        #expect(shutdown(listener, Int32(SHUT_RDWR)) == 0)
+        try await Task.sleep(for: .milliseconds(300))
+        let wakeups = harness.simulator.eventLoopWakeups - before
+        #expect(wakeups < 50, "the loop woke \(wakeups) times retrying a failing accept")
+        #expect(harness.simulator.stats().acceptFailures > 0)
+    }
 }

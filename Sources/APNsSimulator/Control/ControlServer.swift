@@ -34,7 +34,16 @@ final class ControlServer: Sendable {
             while running.load(ordering: .acquiring) {
                 var descriptor = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
                 guard poll(&descriptor, 1, 100) > 0 else { continue }
-                while let client = socket.acceptConnection() { serve(client) }
+                accepting: while true {
+                    switch socket.accept() {
+                    case .connection(let client): serve(client)
+                    case .none: break accepting
+                    case .failed:
+                        // Out of descriptors (or similar): the socket stays readable, so wait instead of spinning.
+                        Thread.sleep(forTimeInterval: 0.1)
+                        break accepting
+                    }
+                }
             }
             finished.signal()
         }

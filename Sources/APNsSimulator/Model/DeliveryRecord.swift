@@ -68,6 +68,9 @@ public struct APNsSimulatorStats: Sendable, Equatable, Codable {
     public var connectionsReset: Int
     /// Connections closed by the handshake timeout, the idle timeout or the end of a GOAWAY grace period.
     public var connectionsTimedOut: Int
+    /// accept() failures other than "nothing waiting", such as running out of file descriptors (EMFILE):
+    /// each pauses the listeners briefly instead of retrying at once.
+    public var acceptFailures: Int
     /// Targets not tracked because `maxTrackedTargets` was reached.
     public var untrackedTargets: Int
     /// Delivery-log lines not yet written / failed to write.

@@ -29,6 +29,7 @@ struct SimulatorState {
     var connectionsAccepted = 0
     var connectionsOpen = 0
     var connectionsRefused = 0
+    var acceptFailures = 0
     var goAwaysSent = 0
     var connectionsReset = 0
     var connectionsTimedOut = 0
@@ -134,6 +135,7 @@ struct SimulatorState {
             responses: responses, requests: requests, accepted: acceptedCount,
             connectionsAccepted: connectionsAccepted, connectionsOpen: connectionsOpen, connectionsRefused: connectionsRefused,
             goAwaysSent: goAwaysSent, connectionsReset: connectionsReset, connectionsTimedOut: connectionsTimedOut,
+            acceptFailures: acceptFailures,
             untrackedTargets: deviceViews.untracked + channelViews.untracked, deliveryLogWriteErrors: deliveryLogWriteErrors)
     }
 }

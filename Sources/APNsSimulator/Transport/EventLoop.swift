@@ -42,6 +42,9 @@ final class EventLoop: @unchecked Sendable {
     private let callbacks = HTTP2Callbacks()
     private let deadlines: ConnectionDeadlines
     private var nextSweep: UInt64 = 0
+    /// Set after an accept failure (out of descriptors): the listeners are out of the epoll set until then.
+    private var listenersPausedUntil: UInt64?
+    static let acceptPauseNanos: UInt64 = 100_000_000
     /// Scratch buffer for SSL_read, shared by this loop's connections.
     let readBuffer: UnsafeMutableRawBufferPointer
 
@@ -122,7 +125,7 @@ final class EventLoop: @unchecked Sendable {
         nextSweep = DispatchTime.now().uptimeNanoseconds + deadlines.sweepIntervalNanos
         while running.load(ordering: .acquiring) {
             let before = DispatchTime.now().uptimeNanoseconds
-            let wakeAt = min(timers.first?.deadline ?? .max, nextSweep)
+            let wakeAt = min(timers.first?.deadline ?? .max, nextSweep, listenersPausedUntil ?? .max)
             let timeout = wakeAt <= before ? 0 : Int32(min(1000, (wakeAt - before) / 1_000_000 + 1))
             let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
             wakeupCount.add(1, ordering: .relaxed)
@@ -143,6 +146,10 @@ final class EventLoop: @unchecked Sendable {
                 }
             }
             fireTimers()
+            if let until = listenersPausedUntil, now >= until {
+                listenersPausedUntil = nil
+                for listener in listeners { watch(listener.socket.descriptor, writable: false, add: true) }
+            }
             if now >= nextSweep {
                 sweep(now: now)
                 nextSweep = now + deadlines.sweepIntervalNanos
@@ -167,7 +174,14 @@ final class EventLoop: @unchecked Sendable {
 
     private func acceptAll(_ listener: Listener) {
         for _ in 0..<256 {
-            guard let descriptor = listener.socket.acceptConnection() else { return }
+            let descriptor: Int32
+            switch listener.socket.accept() {
+            case .connection(let accepted): descriptor = accepted
+            case .none: return
+            case .failed:
+                pauseListeners()
+                return
+            }
             let admitted = engine.state.withLock { state -> Bool in
                 guard state.connectionsOpen < engine.configuration.maxConnections else {
                     state.connectionsRefused += 1
@@ -182,6 +196,16 @@ final class EventLoop: @unchecked Sendable {
             nextSibling += 1
             if target === self { open(descriptor, kind: listener.kind) } else { target.adopt(descriptor, kind: listener.kind) }
         }
+    }
+
+    /// accept() failed (typically EMFILE: out of descriptors) and the listener stays readable: retrying at once
+    /// would spin this thread at full speed. Take the listeners out of the epoll set for a moment instead; the
+    /// waiting connections stay in the backlog until descriptors are free again.
+    private func pauseListeners() {
+        engine.state.withLock { $0.acceptFailures += 1 }
+        guard listenersPausedUntil == nil else { return }
+        for listener in listeners { epoll_ctl(epoll, EPOLL_CTL_DEL, listener.socket.descriptor, nil) }
+        listenersPausedUntil = DispatchTime.now().uptimeNanoseconds + Self.acceptPauseNanos
     }
 
     private func open(_ descriptor: Int32, kind: ListenerKind) {

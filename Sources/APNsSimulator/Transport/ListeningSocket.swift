@@ -53,15 +53,28 @@ final class ListeningSocket: Sendable {
         Glibc.close(descriptor)
     }
 
-    /// The next pending connection (non-blocking, TCP_NODELAY), nil when none is waiting.
-    func acceptConnection() -> Int32? {
-        let client = accept(descriptor, nil, nil)
-        guard client >= 0 else { return nil }
+    enum Accepted {
+        /// A connection (non-blocking, TCP_NODELAY) the caller now owns.
+        case connection(Int32)
+        /// None is waiting.
+        case none
+        /// accept() failed with this errno (EMFILE, ENFILE, ENOBUFS, …) while the listener stays readable:
+        /// retrying at once would spin, so the caller waits before it accepts again.
+        case failed(Int32)
+    }
+
+    /// The next pending connection. A connection that was reset before it was accepted is skipped.
+    func accept() -> Accepted {
+        var client: Int32
+        repeat {
+            client = Glibc.accept(descriptor, nil, nil)
+        } while client < 0 && (errno == EINTR || errno == ECONNABORTED)
+        guard client >= 0 else { return errno == EAGAIN || errno == EWOULDBLOCK ? .none : .failed(errno) }
         _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
         _ = fcntl(client, F_SETFD, FD_CLOEXEC)
         var one: Int32 = 1
         setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        return client
+        return .connection(client)
     }
 }
 
