@@ -56,9 +56,7 @@ final class HTTP2ClientConnection: PooledConnection {
     private var addressIndex = 0
     private var nextStreamScan = ContinuousClock.now
 
-    private var headerArena: [UInt8] = []
-    private var headerSpans: [(Int, Int, Int, Int, UInt8)] = []
-    private var nameValues: [nghttp2_nv] = []
+    private var headers = HTTP2RequestHeaders()
 
     static let outputHighWater = 64 * 1024
     static let streamScanInterval: Duration = .milliseconds(100)
@@ -120,20 +118,13 @@ final class HTTP2ClientConnection: PooledConnection {
 
     private func start(_ stream: HTTP2Stream) {
         guard let session else { return }
-        buildHeaders(stream)
         let pointer = Unmanaged.passUnretained(stream).toOpaque()
-        let streamID: Int32 = headerArena.withUnsafeMutableBufferPointer { bytes in
-            nameValues.removeAll(keepingCapacity: true)
-            for (nameStart, nameLength, valueStart, valueLength, flags) in headerSpans {
-                nameValues.append(nghttp2_nv(name: bytes.baseAddress! + nameStart, value: bytes.baseAddress! + valueStart,
-                                             namelen: nameLength, valuelen: valueLength, flags: flags))
-            }
-            // nghttp2 copies the header block during submit.
-            if stream.request.body.isEmpty {
-                return nghttp2_submit_request(session, nil, nameValues, nameValues.count, nil, pointer)
-            }
+        let body = !stream.request.body.isEmpty
+        let streamID = headers.withHeaders(for: stream.request, authorization: stream.authorization, endpoint: settings.endpoint) {
+            nameValues, count in
+            guard body else { return nghttp2_submit_request(session, nil, nameValues, count, nil, pointer) }
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readRequestBody)
-            return nghttp2_submit_request(session, nil, nameValues, nameValues.count, &provider, pointer)
+            return nghttp2_submit_request(session, nil, nameValues, count, &provider, pointer)
         }
         guard streamID > 0 else {
             sink.ended.append((stream, .transportFailed("cannot start an HTTP/2 stream: \(String(cString: nghttp2_strerror(streamID)))")))
@@ -143,33 +134,6 @@ final class HTTP2ClientConnection: PooledConnection {
         stream.slot = streams.count
         streams.append(stream)
         isDirty = true
-    }
-
-    private func buildHeaders(_ stream: HTTP2Stream) {
-        headerArena.removeAll(keepingCapacity: true)
-        headerSpans.removeAll(keepingCapacity: true)
-        func add(_ name: String, _ value: String, index: Bool = true) {
-            let nameStart = headerArena.count
-            headerArena.append(contentsOf: name.utf8)
-            let valueStart = headerArena.count
-            headerArena.append(contentsOf: value.utf8)
-            headerSpans.append((nameStart, valueStart - nameStart, valueStart, headerArena.count - valueStart,
-                                UInt8(index ? NGHTTP2_NV_FLAG_NONE.rawValue : NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
-        }
-        let request = stream.request
-        add(":method", request.method.rawValue)
-        add(":scheme", "https")
-        add(":authority", settings.endpoint.authority)
-        // Device paths differ per token: indexing them would only churn the HPACK table.
-        add(":path", settings.endpoint.pathPrefix + request.path, index: !request.path.hasPrefix("/3/device/"))
-        add("authorization", stream.authorization)
-        for header in request.headers {
-            add(header.name, header.value, index: header.name != "apns-id" && header.name != "apns-request-id")
-        }
-        if !request.body.isEmpty {
-            add("content-type", "application/json")
-            add("content-length", String(request.body.count), index: false)
-        }
     }
 
     // MARK: Opening
