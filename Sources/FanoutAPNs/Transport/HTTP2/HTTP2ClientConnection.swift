@@ -47,6 +47,8 @@ final class HTTP2ClientConnection: PooledConnection {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var watchingWritable = false
+    /// SSL_read needed to write first and the socket was full: the read is retried when writable.
+    private var readWaitsForWritable = false
     private var connectDeadline: ContinuousClock.Instant?
     private var lastRead = ContinuousClock.now
     private var pingSentAt: ContinuousClock.Instant?
@@ -264,7 +266,8 @@ final class HTTP2ClientConnection: PooledConnection {
         case .handshaking:
             continueHandshake(now: now)
         case .ready, .draining:
-            if mask & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0 {
+            let readable = mask & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0
+            if readable || (readWaitsForWritable && mask & EPOLLOUT.rawValue != 0) {
                 guard readAll(now: now) else { return }
             }
             flush(now: now)
@@ -274,6 +277,7 @@ final class HTTP2ClientConnection: PooledConnection {
     /// Feeds everything readable to nghttp2. False when the connection closed.
     private func readAll(now: ContinuousClock.Instant) -> Bool {
         guard let tls else { return false }
+        readWaitsForWritable = false
         while state == .ready || state == .draining {
             switch tls.read(into: readBuffer) {
             case .bytes(let count):
@@ -287,7 +291,8 @@ final class HTTP2ClientConnection: PooledConnection {
             case .wantRead:
                 return true
             case .wantWrite:
-                watch(writable: true)
+                // TLS must write before it can read on (the socket is full): retry the read when writable.
+                readWaitsForWritable = true
                 return true
             case .closed:
                 if inFlight == 0 {
@@ -327,8 +332,12 @@ final class HTTP2ClientConnection: PooledConnection {
                     output.removeAll(keepingCapacity: true)
                     outputOffset = 0
                 }
-            case .wantWrite, .wantRead:
+            case .wantWrite:
                 watch(writable: true)
+                return
+            case .wantRead:
+                // TLS needs the server's bytes first; the next readable event reads, then flushes again.
+                watch(writable: readWaitsForWritable)
                 return
             case .closed:
                 return fail("\(settings.endpoint.authority) closed the connection while we were writing", now: now)
@@ -336,7 +345,7 @@ final class HTTP2ClientConnection: PooledConnection {
                 return fail(text, now: now)
             }
         }
-        watch(writable: false)
+        watch(writable: readWaitsForWritable)
         if state == .draining && streams.isEmpty { closeQuietly() }
     }
 
@@ -553,6 +562,7 @@ final class HTTP2ClientConnection: PooledConnection {
         output.removeAll(keepingCapacity: true)
         outputOffset = 0
         watchingWritable = false
+        readWaitsForWritable = false
         connectDeadline = nil
         pingSentAt = nil
         goAway = nil
