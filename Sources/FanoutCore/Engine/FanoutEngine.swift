@@ -12,9 +12,9 @@ import APNsModel
 /// outside the lock. Determinism: given the same calls, it returns the same actions (jitter comes
 /// from `EngineConfiguration.randomSeed`).
 ///
-/// Memory per target: `TargetState` (last sent timestamp and digest, budget, times, flags); the pending
-/// state and in-flight send only while they exist; dedupe ids per partition (bounded); token records
-/// per key. Idle targets are forgotten after `forgetIdleAfter`, ended ones after `forgetEndedAfter`.
+/// Memory per target: `TargetState` (last sent timestamp and digest, budget, times, flags, and room for
+/// the pending state inline; the event it holds only while one is pending); the in-flight send only
+/// while it exists; dedupe ids per partition (bounded); token records per key. Idle targets are forgotten after `forgetIdleAfter`, ended ones after `forgetEndedAfter`.
 public struct FanoutEngine: Sendable {
     public let configuration: EngineConfiguration
 
