@@ -151,7 +151,9 @@ extension FanoutEngine {
 
     mutating func drop(_ offset: Int64, partitionSlot: Int32, reason: DropReason, into actions: inout [EngineAction]) {
         completeOffset(offset, partitionSlot: partitionSlot)
-        if let id = partitions[Int(partitionSlot)]?.id {
+        // Through the buffer: via Array's getter the optimizer copied the whole partition state (its
+        // offset and dedupe tables retained and released) to read the id, once per dropped event.
+        if let id = partitions.withUnsafeBufferPointer({ $0[Int(partitionSlot)]?.id }) {
             actions.append(.dropped(EventSource(partition: id, offset: offset), reason))
         }
     }
