@@ -117,6 +117,22 @@ import FanoutCrypto
         #expect(gate.backoffDeadline == later + .milliseconds(200), "exponential")
     }
 
+    @Test func resetProbeNeitherOpensTheConnectionNorBacksOff() {
+        var gate = gate()
+        let probe = gate.dispatched(now: start)
+        gate.completed(.streamReset, epoch: probe, now: start, jitter: 1)
+        #expect(gate.capacity(inFlight: 0, now: start) == 1, "no authenticated answer yet: still one stream")
+        #expect(gate.backoffDeadline == nil, "the connection is fine")
+        #expect(gate.consecutiveFailures == 0)
+        let next = gate.dispatched(now: start)
+        gate.completed(.response(authenticated: true), epoch: next, now: start, jitter: 1)
+        #expect(gate.capacity(inFlight: 0, now: start) == 100)
+        // On an open connection a reset stream changes nothing either.
+        let open = gate.dispatched(now: start)
+        gate.completed(.streamReset, epoch: open, now: start, jitter: 1)
+        #expect(gate.capacity(inFlight: 0, now: start) == 100)
+    }
+
     @Test func backoffIsCapped() {
         let gate = gate()
         #expect(gate.backoffCeiling(afterFailures: 0) == .milliseconds(100))

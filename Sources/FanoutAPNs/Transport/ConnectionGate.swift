@@ -19,6 +19,9 @@ struct ConnectionGate {
     enum Completion {
         /// An HTTP response arrived; `authenticated` is false for 403 provider-token rejections.
         case response(authenticated: Bool)
+        /// One stream was reset (RST_STREAM) but the connection is fine: no answer, so a probing
+        /// connection stays at one stream (the next request is the probe), and no backoff.
+        case streamReset
         case transportFailure
     }
 
@@ -91,6 +94,8 @@ struct ConnectionGate {
             case .probing: phase = authenticated ? .open : .fresh
             case .fresh, .open, .backingOff: break
             }
+        case .streamReset:
+            break
         case .transportFailure:
             // Every stream of a dead connection fails at once: count the connection failure once.
             if case .backingOff = phase { return }

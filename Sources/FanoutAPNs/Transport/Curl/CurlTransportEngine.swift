@@ -115,11 +115,8 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             transfer.credentials = nil
             idleTransfers.append(transfer)
 
-            // A stream-level HTTP/2 error (RST_STREAM) leaves the connection usable: no backoff for it.
-            let streamOnly = code == CURLE_HTTP2_STREAM || code == CURLE_HTTP2
-            let event: ConnectionGate.Completion = response.status != nil
-                ? .response(response, credentials: credentials, tokenGeneration: generation, tokenCache: configuration.tokenCache)
-                : streamOnly ? .response(authenticated: true) : .transportFailure
+            let event = Self.gateEvent(code: code, response: response, credentials: credentials, tokenGeneration: generation,
+                                       tokenCache: configuration.tokenCache)
             connection.gate.completed(event,
                                       epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
             counters.completed.add(1, ordering: .relaxed)
@@ -127,6 +124,18 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             completion?(response)
         }
         done.removeAll(keepingCapacity: true)
+    }
+
+    /// What a finished transfer means for its connection's gate. Only CURLE_HTTP2_STREAM (one stream
+    /// reset, RST_STREAM) leaves the connection usable; it neither opens a probing connection (no
+    /// answer arrived) nor backs off. CURLE_HTTP2 is libcurl's connection-level HTTP/2 error (a broken
+    /// connection): like any other failure below HTTP it backs off.
+    static func gateEvent(code: CURLcode, response: APNsHTTPResponse, credentials: APNsCredentials?, tokenGeneration: Int,
+                          tokenCache: ProviderTokenCache) -> ConnectionGate.Completion {
+        if response.status != nil {
+            return .response(response, credentials: credentials, tokenGeneration: tokenGeneration, tokenCache: tokenCache)
+        }
+        return code == CURLE_HTTP2_STREAM ? .streamReset : .transportFailure
     }
 
     private func sleep(now: ContinuousClock.Instant, deadline: ContinuousClock.Instant?, canTakeMore: Bool) {

@@ -130,7 +130,8 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
                                   tokenCache: configuration.tokenCache)
             case .streamFailed(let text):
                 response = APNsHTTPResponse(status: nil, transportFailure: "transport: \(text) [nghttp2]")
-                event = .response(authenticated: true)
+                // No answer: a reset probe must not open the connection to the full cap.
+                event = .streamReset
             case .transportFailed(let text):
                 response = APNsHTTPResponse(status: nil, transportFailure: "transport: \(text) [nghttp2]")
                 event = .transportFailure
