@@ -91,6 +91,9 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             do {
                 try connection.add(transfer)
             } catch {
+                // Pooled slots hold no request: drop the completion and credentials before pooling.
+                transfer.completion = nil
+                transfer.credentials = nil
                 idleTransfers.append(transfer)
                 throw error
             }
