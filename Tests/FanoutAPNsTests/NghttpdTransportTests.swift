@@ -106,3 +106,26 @@ struct NghttpdTransportTests {
         #expect(throws: APNsClientError.shutDown) { try client.send(try TestApps.push()) { _ in } }
     }
 }
+
+/// An answered request with a huge body is a response (status kept, body capped, a note), never a
+/// transport failure that would back off the connection and retry a request the server answered.
+@Suite(.enabled(if: NghttpdServer.isAvailable, "nghttpd (Debian nghttp2-server) is not installed"))
+struct ResponseBodyLimitTests {
+    @Test(arguments: APNsClientConfiguration.Transport.allCases) func bodyOverTheLimitIsStillAResponse(transport: APNsClientConfiguration.Transport) async throws {
+        let limit = 1 << 20
+        let server = try NghttpdServer(files: ["/3/device/" + TestApps.token: String(repeating: "x", count: 2 * limit + 17)])
+        let client = try APNsClient(configuration: APNsClientConfiguration(
+            endpoint: .custom(baseURL: server.baseURL, caFile: server.caFile),
+            credentials: TestApps.credentials(key: try P256PrivateKey.generate()), connections: 1,
+            maxConcurrentStreamsPerConnection: 10, maxInFlight: 10, requestTimeout: .seconds(20),
+            tokenCache: ProviderTokenCache(), transport: transport))
+        for _ in 0..<2 {
+            let response = try await client.perform(try TestApps.push().http)
+            #expect(response.status == 200)
+            #expect(response.body.count == limit)
+            #expect(response.transportFailure == APNsHTTPResponse.bodyOverflowNote(limit: limit))
+        }
+        #expect(await client.send(try TestApps.push()).outcome == .delivered)
+        await client.shutdown(deadline: .now + .seconds(5))
+    }
+}

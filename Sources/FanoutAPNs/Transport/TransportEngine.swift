@@ -134,6 +134,12 @@ extension ConnectionGate.Completion {
 }
 
 extension APNsHTTPResponse {
+    /// The note (in `transportFailure`, next to the status) on an answered request whose response body
+    /// went over the transport's limit; both transports keep the first `limit` bytes.
+    static func bodyOverflowNote(limit: Int) -> String {
+        "response body over \(limit) bytes: only the first \(limit) were kept"
+    }
+
     /// Records one response header APNs defines (name lowercase, as HTTP/2 sends it and as both
     /// transports hand it over); others are ignored.
     mutating func record(headerName name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {

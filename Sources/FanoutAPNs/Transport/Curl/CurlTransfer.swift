@@ -17,6 +17,9 @@ final class CurlTransfer {
     // Response being received.
     var response = APNsHTTPResponse(status: nil)
     var bodyLimit = 1 << 20
+    /// The response body went over `bodyLimit`: the rest was read and discarded (the request was
+    /// answered, so it completes as a response with a note, never as a transport failure).
+    private var bodyOverflow = false
 
     // The request on this slot.
     var completion: (@Sendable (APNsHTTPResponse) -> Void)?
@@ -69,6 +72,7 @@ final class CurlTransfer {
     /// Points the easy handle at `request`. `authorization` is the full `authorization: bearer …` line.
     func prepare(_ request: APNsHTTPRequest, url: String, authorization: String) throws(APNsClientError) {
         response = APNsHTTPResponse(status: nil)
+        bodyOverflow = false
         errorBuffer[0] = 0
         if let headerList { curl_slist_free_all(headerList); self.headerList = nil }
 
@@ -110,6 +114,7 @@ final class CurlTransfer {
         var result = response
         if code == CURLE_OK {
             result.status = easy.long(CURLINFO_RESPONSE_CODE)
+            if bodyOverflow { result.transportFailure = APNsHTTPResponse.bodyOverflowNote(limit: bodyLimit) }
         } else {
             let detail = String(cString: errorBuffer)
             let name = String(cString: curl_easy_strerror(code))
@@ -117,6 +122,7 @@ final class CurlTransfer {
             result.transportFailure = "transport: \(name)" + (detail.isEmpty ? "" : " (\(detail))") + " [curl \(code.rawValue)]"
         }
         response = APNsHTTPResponse(status: nil)
+        bodyOverflow = false
         return result
     }
 
@@ -129,10 +135,12 @@ final class CurlTransfer {
         response.record(headerName: UnsafeBufferPointer(rebasing: line[..<colon]), value: UnsafeBufferPointer(rebasing: line[start..<end]))
     }
 
-    fileprivate func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard response.body.count + bytes.count <= bodyLimit else { return false }
-        response.body.append(contentsOf: bytes)
-        return true
+    /// Keeps at most `bodyLimit` bytes and discards the rest: APNs answered, so the transfer must
+    /// finish as a response (failing it would back off a healthy connection and retry an answered request).
+    fileprivate func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let room = bodyLimit - response.body.count
+        if bytes.count > room { bodyOverflow = true }
+        if room > 0 { response.body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes.prefix(room))) }
     }
 }
 
@@ -142,8 +150,8 @@ private func transferWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length)
-    // Returning less than `length` makes libcurl fail the transfer (body over the limit).
-    return transfer.receiveBody(bytes) ? length : 0
+    transfer.receiveBody(bytes)
+    return length
 }
 
 private func transferWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int,

@@ -451,7 +451,9 @@ final class HTTP2ClientConnection: PooledConnection {
     func receivedData(streamID: Int32, chunk: UnsafeBufferPointer<UInt8>) {
         guard let stream = stream(streamID), stream.localFailure == nil else { return }
         guard stream.response.body.count + chunk.count <= HTTP2Stream.bodyLimit else {
-            stream.localFailure = "response body over \(HTTP2Stream.bodyLimit) bytes"
+            // The answer (status) is in: keep what fits and stop the rest of the body with a CANCEL.
+            stream.response.body.append(contentsOf: UnsafeBufferPointer(rebasing: chunk.prefix(HTTP2Stream.bodyLimit - stream.response.body.count)))
+            stream.localFailure = APNsHTTPResponse.bodyOverflowNote(limit: HTTP2Stream.bodyLimit)
             _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
             return
         }
@@ -493,7 +495,14 @@ final class HTTP2ClientConnection: PooledConnection {
         removeFromWire(stream)
         let end: HTTP2StreamEnd
         if let failure = stream.localFailure {
-            end = .streamFailed(failure)
+            // Only a body over the limit sets it, after the status arrived: answered, so a response
+            // with the note (never retried blindly as a transport failure).
+            if stream.response.status != nil {
+                stream.response.transportFailure = failure
+                end = .response
+            } else {
+                end = .streamFailed(failure)
+            }
         } else if errorCode == NGHTTP2_NO_ERROR.rawValue, stream.response.status != nil {
             end = .response
         } else if let goAway, streamID > goAway.lastStreamID {

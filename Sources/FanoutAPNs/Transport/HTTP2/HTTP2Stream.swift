@@ -11,7 +11,8 @@ final class HTTP2Stream {
     var authorization = ""
     var bodyOffset = 0
     var response = APNsHTTPResponse(status: nil)
-    /// Set when the client itself ends the stream (response body over the limit).
+    /// Set when the client itself ends the stream (response body over the limit; the response
+    /// completes with this as its note).
     var localFailure: String?
     var completion: (@Sendable (APNsHTTPResponse) -> Void)?
     var credentials: APNsCredentials?
@@ -45,7 +46,7 @@ final class HTTP2Stream {
 enum HTTP2StreamEnd {
     /// A complete HTTP response (`stream.response`).
     case response
-    /// This stream failed but the connection is fine (RST_STREAM, body over the limit): no backoff.
+    /// This stream failed without an answer but the connection is fine (RST_STREAM): no backoff.
     case streamFailed(String)
     /// The connection failed, refused the stream (GOAWAY), or the request timed out: the gate backs off.
     case transportFailed(String)
