@@ -82,7 +82,12 @@ public final class APNsClient: Sendable {
     /// Enqueues `request`; `completion` runs once on the client thread. Throws `.queueFull`,
     /// `.shutDown` or `.unknownApp` without calling `completion`.
     public func send(_ request: APNsRequest, completion: @escaping @Sendable (APNsResult) -> Void) throws(APNsClientError) {
-        try perform(request.http) { completion($0.result()) }
+        try perform(request.http) { outcome in
+            switch outcome {
+            case .success(let response): completion(response.result())
+            case .failure(let error): completion(Self.result(for: error))
+            }
+        }
     }
 
     /// Sends and waits. Enqueue failures come back as results (queue full and shut down as `.retry`,
@@ -98,7 +103,8 @@ public final class APNsClient: Sendable {
     }
 
     /// The raw HTTP exchange (used by the channel-management client).
-    func perform(_ request: APNsHTTPRequest, completion: @escaping @Sendable (APNsHTTPResponse) -> Void) throws(APNsClientError) {
+    func perform(_ request: APNsHTTPRequest,
+                 completion: @escaping @Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void) throws(APNsClientError) {
         guard let credentials = configuration.credentials[request.bundleID] else { throw .unknownApp(request.bundleID) }
         if try queue.append(Submission(request: request, credentials: credentials, completion: completion)) {
             engine.wakeup()
@@ -108,7 +114,7 @@ public final class APNsClient: Sendable {
     func perform(_ request: APNsHTTPRequest) async throws(APNsClientError) -> APNsHTTPResponse {
         let outcome: Result<APNsHTTPResponse, APNsClientError> = await withCheckedContinuation { continuation in
             do throws(APNsClientError) {
-                try perform(request) { continuation.resume(returning: .success($0)) }
+                try perform(request) { continuation.resume(returning: $0) }
             } catch {
                 continuation.resume(returning: .failure(error))
             }
@@ -139,6 +145,9 @@ public final class APNsClient: Sendable {
             return APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
                               outcome: .configError(reason: "no credentials for app \(bundle)", status: 0),
                               transportFailure: error.description)
+        case .cannotSignProviderToken:
+            return APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
+                              outcome: .configError(reason: error.description, status: 0), transportFailure: error.description)
         default:
             return .notSent(error.description)
         }

@@ -170,3 +170,34 @@ import FanoutCrypto
         #expect(gate.backoffDeadline == start + .milliseconds(100), "closing does not cut a backoff short")
     }
 }
+
+/// A key that cannot sign is a configuration error (DESIGN §4: stop sending for the app, report
+/// not-ready), never a transport failure retried forever; the text names the cause, not the key.
+@Suite struct ProviderTokenSigningFailureTests {
+    struct SigningRefused: Error, CustomStringConvertible {
+        var description: String { "EVP_DigestSign failed (test)" }
+    }
+
+    @Test(arguments: APNsClientConfiguration.Transport.allCases) func unsignableKeyIsAConfigurationError(transport: APNsClientConfiguration.Transport) async throws {
+        let cache = ProviderTokenCache(refreshInterval: .seconds(50 * 60), now: { 1_700_000_000 }) { _, _ in throw SigningRefused() }
+        // Nothing is sent, so no server is needed: port 9 (discard) on loopback is never reached.
+        let client = try APNsClient(configuration: APNsClientConfiguration(
+            endpoint: .custom(baseURL: "https://127.0.0.1:9", caFile: nil),
+            credentials: TestApps.credentials(key: try P256PrivateKey.generate()), connections: 2,
+            maxConcurrentStreamsPerConnection: 10, maxInFlight: 10, tokenCache: cache, transport: transport))
+        for _ in 0..<3 {
+            let result = await client.send(try TestApps.push())
+            guard case .configError(let reason, let status) = result.outcome else {
+                Issue.record("expected a configuration error, got \(result.outcome)")
+                continue
+            }
+            #expect(status == 0)
+            #expect(reason.contains("cannot sign the APNs provider token"))
+            #expect(reason.contains(TestApps.keyID))
+            #expect(reason.contains("EVP_DigestSign failed (test)"))
+        }
+        #expect(client.stats.completed == 0, "nothing reached a connection")
+        #expect(client.stats.inFlight == 0)
+        await client.shutdown(deadline: .now + .seconds(5))
+    }
+}

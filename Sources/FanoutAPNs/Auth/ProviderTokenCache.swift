@@ -32,17 +32,27 @@ public final class ProviderTokenCache: Sendable {
 
     public let refreshInterval: Int64
     private let now: @Sendable () -> Int64
+    private let sign: @Sendable (APNsCredentials, Int64) throws -> String
     private let state = Mutex<[Identity: Token]>([:])
     private let mints = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - refreshInterval: seconds between scheduled refreshes, 20–60 minutes (default 50).
     ///   - now: UNIX seconds; injected for tests.
-    public init(refreshInterval: Duration = .seconds(50 * 60),
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public convenience init(refreshInterval: Duration = .seconds(50 * 60),
+                            now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.init(refreshInterval: refreshInterval, now: now) { credentials, issuedAt in
+            try APNsJWT.make(teamID: credentials.teamID, keyID: credentials.keyID, issuedAt: issuedAt, key: credentials.key)
+        }
+    }
+
+    /// `sign` makes the JWT (injected by tests to make signing fail).
+    init(refreshInterval: Duration, now: @escaping @Sendable () -> Int64,
+         sign: @escaping @Sendable (APNsCredentials, Int64) throws -> String) {
         let seconds = refreshInterval.components.seconds
         self.refreshInterval = min(max(seconds, Self.minimumInterval), Self.maximumInterval)
         self.now = now
+        self.sign = sign
     }
 
     /// How many JWTs this cache has minted (for metrics and tests).
@@ -74,8 +84,7 @@ public final class ProviderTokenCache: Sendable {
     private func mint(_ credentials: APNsCredentials, at issuedAt: Int64, replacingGenerationAtMost: Int?) throws -> Token {
         // Signing happens outside the lock; two racing minters resolve below and the loser's
         // token is discarded before anyone uses it, so every user still sees one token.
-        let jwt = try APNsJWT.make(teamID: credentials.teamID, keyID: credentials.keyID, issuedAt: issuedAt,
-                                   key: credentials.key)
+        let jwt = try sign(credentials, issuedAt)
         return state.withLock { tokens in
             let identity = credentials.identity
             if let existing = tokens[identity] {

@@ -5,7 +5,10 @@ import Synchronization
 struct Submission: Sendable {
     var request: APNsHTTPRequest
     var credentials: APNsCredentials
-    var completion: @Sendable (APNsHTTPResponse) -> Void
+    /// Runs once on the transport thread: `.success` for anything that went to the transport (an HTTP
+    /// response, or a transport failure inside the response), `.failure` when the request could not be
+    /// sent for a reason retrying cannot fix (the provider token cannot be signed).
+    var completion: @Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void
 }
 
 /// The bounded hand-off from any thread to the transport thread: a ring buffer behind one Mutex.

@@ -27,47 +27,56 @@ struct Dispatcher<Connection: PooledConnection> {
     let connections: [Connection]
     let maxInFlight: Int
     let tokenCache: ProviderTokenCache
+    /// Scratch for one `dispatch`: the free slots of each connection, counted down as submissions are placed.
+    private var free: [Int]
+
+    init(connections: [Connection], maxInFlight: Int, tokenCache: ProviderTokenCache) {
+        self.connections = connections
+        self.maxInFlight = maxInFlight
+        self.tokenCache = tokenCache
+        free = Array(repeating: 0, count: connections.count)
+    }
 
     /// Takes as many submissions from `queue` as the bounds allow and hands each to `start` with its
-    /// connection and token (or completes it with the reason it cannot start). Returns whether room is left.
-    func dispatch(from queue: SubmissionQueue, into batch: inout [Submission], inFlight: Int, now: ContinuousClock.Instant,
-                  start: (Submission, Connection, ProviderTokenCache.Token) -> Void) -> Bool {
-        let room = room(inFlight: inFlight, now: now)
+    /// connection and token (or completes it with the configuration error that keeps it from being
+    /// signed). Returns whether room is left.
+    ///
+    /// The free slots are counted once, before anything is taken, and only as many submissions as
+    /// there are free slots are taken: each is placed on a connection with a slot left in that count,
+    /// so every submission taken has a connection (by construction, whatever `start` does).
+    mutating func dispatch(from queue: SubmissionQueue, into batch: inout [Submission], inFlight: Int, now: ContinuousClock.Instant,
+                           start: (Submission, Connection, ProviderTokenCache.Token) -> Void) -> Bool {
+        var slots = 0
+        for index in connections.indices {
+            free[index] = max(0, connections[index].capacity(now: now) - connections[index].inFlight)
+            slots += free[index]
+        }
+        let room = min(maxInFlight - inFlight, slots)
         guard room > 0 else { return false }
         batch.removeAll(keepingCapacity: true)
         queue.take(upTo: room, into: &batch)
         for submission in batch {
-            if let (connection, token) = assign(submission, now: now) { start(submission, connection, token) }
+            let token: ProviderTokenCache.Token
+            do {
+                token = try tokenCache.token(for: submission.credentials)
+            } catch {
+                // DESIGN §4: a configuration error, not a transport failure to retry forever. The
+                // error describes the key problem (OpenSSL's reason), never the key or a JWT.
+                let credentials = submission.credentials
+                submission.completion(.failure(.cannotSignProviderToken(teamID: credentials.teamID, keyID: credentials.keyID,
+                                                                        reason: "\(error)")))
+                continue
+            }
+            var best = -1
+            for index in connections.indices where free[index] > 0 {
+                if best < 0 || connections[index].inFlight < connections[best].inFlight { best = index }
+            }
+            // Σ free ≥ room ≥ batch.count and each placement uses one slot of that sum.
+            precondition(best >= 0, "dispatch took more submissions than it counted free slots")
+            free[best] -= 1
+            start(submission, connections[best], token)
         }
         return room > batch.count
-    }
-
-    /// Submissions that may start now: free slots across the pool, within `maxInFlight`.
-    func room(inFlight: Int, now: ContinuousClock.Instant) -> Int {
-        let room = maxInFlight - inFlight
-        guard room > 0 else { return 0 }
-        var free = 0
-        for connection in connections { free += max(0, connection.capacity(now: now) - connection.inFlight) }
-        return min(room, free)
-    }
-
-    /// The connection and token for `submission`; nil after completing it with the reason it cannot start.
-    func assign(_ submission: Submission, now: ContinuousClock.Instant) -> (Connection, ProviderTokenCache.Token)? {
-        var best: Connection?
-        for connection in connections where connection.capacity(now: now) - connection.inFlight > 0 {
-            if best == nil || connection.inFlight < best!.inFlight { best = connection }
-        }
-        guard let best else {
-            // Engines take only what `room` allows; reaching here is a bug, but never lose the request.
-            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "no connection capacity (internal)"))
-            return nil
-        }
-        do {
-            return (best, try tokenCache.token(for: submission.credentials))
-        } catch {
-            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot sign the provider token: \(error)"))
-            return nil
-        }
     }
 }
 
@@ -171,7 +180,7 @@ extension SubmissionQueue {
             batch.removeAll(keepingCapacity: true)
             take(upTo: 1024, into: &batch)
             if batch.isEmpty { break }
-            for submission in batch { submission.completion(APNsHTTPResponse(status: nil, transportFailure: reason)) }
+            for submission in batch { submission.completion(.success(APNsHTTPResponse(status: nil, transportFailure: reason))) }
         }
     }
 }

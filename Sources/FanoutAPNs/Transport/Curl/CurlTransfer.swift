@@ -22,7 +22,7 @@ final class CurlTransfer {
     private var bodyOverflow = false
 
     // The request on this slot.
-    var completion: (@Sendable (APNsHTTPResponse) -> Void)?
+    var completion: (@Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void)?
     var credentials: APNsCredentials?
     var tokenGeneration = 0
     var connectionIndex = 0

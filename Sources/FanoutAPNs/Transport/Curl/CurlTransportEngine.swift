@@ -18,7 +18,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
     let counters: APNsClientCounters
     let finished: ShutdownSignal
     let connections: [CurlConnection]
-    private let dispatcher: Dispatcher<CurlConnection>
+    private var dispatcher: Dispatcher<CurlConnection>
     private var idleTransfers: [CurlTransfer] = []
     private var inFlight = 0
     private let clock = ContinuousClock()
@@ -100,7 +100,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             transfer.gateEpoch = connection.gate.dispatched(now: now)
             inFlight += 1
         } catch {
-            submission.completion(APNsHTTPResponse(status: nil, transportFailure: "cannot start the request: \(error)"))
+            submission.completion(.success(APNsHTTPResponse(status: nil, transportFailure: "cannot start the request: \(error)")))
         }
     }
 
@@ -124,7 +124,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
                                       epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
             counters.completed.add(1, ordering: .relaxed)
             counters.inFlight.store(inFlight, ordering: .relaxed)   // exact when the completion runs
-            completion?(response)
+            completion?(.success(response))
         }
         done.removeAll(keepingCapacity: true)
     }
@@ -177,7 +177,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
                 transfer.completion = nil
                 transfer.credentials = nil
                 idleTransfers.append(transfer)
-                completion?(APNsHTTPResponse(status: nil, transportFailure: reason))
+                completion?(.success(APNsHTTPResponse(status: nil, transportFailure: reason)))
             }
         }
         queue.failRemaining(reason: "client shut down before the request was sent", scratch: &batch)

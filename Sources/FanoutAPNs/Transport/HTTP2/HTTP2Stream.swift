@@ -14,7 +14,7 @@ final class HTTP2Stream {
     /// Set when the client itself ends the stream (response body over the limit; the response
     /// completes with this as its note).
     var localFailure: String?
-    var completion: (@Sendable (APNsHTTPResponse) -> Void)?
+    var completion: (@Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void)?
     var credentials: APNsCredentials?
     var tokenGeneration = 0
     var gateEpoch = 0

@@ -23,7 +23,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     private let resolver: HTTP2Resolver
     private let sink = HTTP2CompletionSink()
     private let connections: [HTTP2ClientConnection]
-    private let dispatcher: Dispatcher<HTTP2ClientConnection>
+    private var dispatcher: Dispatcher<HTTP2ClientConnection>
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let clock = ContinuousClock()
     private var idleStreams: [HTTP2Stream] = []
@@ -142,7 +142,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
             if idleStreams.count < configuration.maxInFlight { idleStreams.append(stream) }
             counters.completed.add(1, ordering: .relaxed)
             counters.inFlight.store(inFlight, ordering: .relaxed)   // exact when the completion runs
-            completion?(response)
+            completion?(.success(response))
         }
     }
 
