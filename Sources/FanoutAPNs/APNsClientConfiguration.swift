@@ -59,7 +59,7 @@ public struct APNsClientConfiguration: Sendable {
                 requestTimeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10),
                 upkeepInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
                 reconnectBackoff: (minimum: Duration, maximum: Duration) = (.milliseconds(100), .seconds(30)),
-                tokenCache: ProviderTokenCache = .shared, transport: Transport = .curl) {
+                tokenCache: ProviderTokenCache = .shared, transport: Transport = .nghttp2) {
         self.endpoint = endpoint
         self.transport = transport
         self.credentials = credentials
@@ -128,9 +128,6 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
     case curl(String)
     /// The nghttp2 transport could not be set up (sockets, epoll, TLS context, nghttp2).
     case transportSetup(String)
-    /// The provider token (JWT) for this team and key cannot be signed: a configuration error
-    /// (`reason` says why; it never contains the key or a token).
-    case cannotSignProviderToken(teamID: String, keyID: String, reason: String)
 
     public var description: String {
         switch self {
@@ -140,8 +137,6 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
         case .unknownApp(let bundle): "no APNs credentials configured for app '\(bundle)'"
         case .curl(let text): "libcurl: \(text)"
         case .transportSetup(let text): "APNs transport setup: \(text)"
-        case .cannotSignProviderToken(let teamID, let keyID, let reason):
-            "cannot sign the APNs provider token for team \(teamID), key \(keyID): \(reason); check the .p8 key file, key id and team id"
         }
     }
 }
