@@ -29,7 +29,13 @@ extension WorkerIntegration {
                                                        state: "{\"phase\":\"rendering\",\"progress\":\(Double(step) / 20)}"))
             }
             events.append(IntegrationHarness.event(id: "done", key: key, timestamp: base + 60, state: "{\"phase\":\"ready\",\"progress\":1}", kind: "end"))
-            for event in events { try await harness.produceEvent(key: key, event) }
+            // The job starts, and the device shows it, before the rest of the story arrives in a
+            // burst: otherwise one poll could take all 42 events and one send would cover them.
+            try await harness.produceEvent(key: key, events[0])
+            try await harness.eventually("the device shows the export preparing") {
+                harness.simulator.deviceView(token: token)?.contentState.contains("preparing") == true
+            }
+            for event in events.dropFirst() { try await harness.produceEvent(key: key, event) }
 
             try await harness.eventually("the device shows the ended export as ready") {
                 guard let view = harness.simulator.deviceView(token: token) else { return false }
