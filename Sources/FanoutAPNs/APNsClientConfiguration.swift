@@ -128,6 +128,9 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
     case curl(String)
     /// The nghttp2 transport could not be set up (sockets, epoll, TLS context, nghttp2).
     case transportSetup(String)
+    /// The provider token (JWT) for this team and key cannot be signed: a configuration error
+    /// (`reason` says why; it never contains the key or a token).
+    case cannotSignProviderToken(teamID: String, keyID: String, reason: String)
 
     public var description: String {
         switch self {
@@ -137,6 +140,8 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
         case .unknownApp(let bundle): "no APNs credentials configured for app '\(bundle)'"
         case .curl(let text): "libcurl: \(text)"
         case .transportSetup(let text): "APNs transport setup: \(text)"
+        case .cannotSignProviderToken(let teamID, let keyID, let reason):
+            "cannot sign the APNs provider token for team \(teamID), key \(keyID): \(reason); check the .p8 key file, key id and team id"
         }
     }
 }
