@@ -104,6 +104,9 @@ final class ServerConnection {
         while true {
             switch tls.read(into: loop.readBuffer) {
             case .bytes(let count):
+                // After the GOAWAY half-close the session is done: read only to keep the socket from
+                // resetting (closing with unread input sends RST), and discard.
+                if writeShutDown { continue }
                 let consumed = nghttp2_session_mem_recv(session, loop.readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
                 if consumed < 0 || resetRequested { return false }
             case .wantRead:
@@ -151,15 +154,22 @@ final class ServerConnection {
             }
         }
         writeWaitsForWritable = false
+        // Checked before nghttp2's want_read/want_write: after a GOAWAY and the last response nghttp2 wants
+        // neither, and closing now, with client bytes still unread or on the way (requests sent right after
+        // the GOAWAY-triggering one), would reset the connection and discard the GOAWAY and the last
+        // answers still in flight: the client would retry pushes that were accepted.
+        if goingAway && !hasOpenStreams {
+            if !writeShutDown {
+                // Everything queued is written (the loop above ran dry). Half-close: close_notify, then FIN;
+                // keep reading and discarding until the peer closes or the GOAWAY grace period ends.
+                writeShutDown = true
+                tls.shutdown()
+                Glibc.shutdown(descriptor, Int32(SHUT_WR))
+            }
+            return true
+        }
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && delayedResponses == 0 {
             return false
-        }
-        if goingAway && streams.isEmpty && responseBodies.isEmpty && delayedResponses == 0 && !writeShutDown {
-            // Half-close after the GOAWAY so it reaches the peer (closing with unread input would RST it away);
-            // the loop drops the connection when the peer closes its side.
-            writeShutDown = true
-            tls.shutdown()
-            Glibc.shutdown(descriptor, Int32(SHUT_WR))
         }
         return true
     }
