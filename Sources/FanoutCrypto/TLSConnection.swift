@@ -1,5 +1,6 @@
 import COpenSSL
 import COpenSSLShim
+import Glibc
 
 /// One TLS session (server side from `TLSServerContext`, client side from `TLSClientContext`) over a
 /// non-blocking socket.
@@ -26,6 +27,7 @@ public final class TLSConnection {
     enum Role { case server, client }
 
     init(owning ssl: OpaquePointer, socket: Int32, role: Role = .server) throws {
+        _ = Self.sigpipeIgnored
         self.ssl = ssl
         guard SSL_set_fd(ssl, socket) == 1 else { throw TLSError.fromQueue("SSL_set_fd") }
         switch role {
@@ -35,6 +37,21 @@ public final class TLSConnection {
     }
 
     deinit { SSL_free(ssl) }
+
+    /// OpenSSL writes to the socket with write(2): a peer that has closed or reset the connection
+    /// raises SIGPIPE, whose default action kills the process (the simulator, or a worker in its APNs
+    /// client). Once per process, before the first TLS session exists, SIGPIPE is ignored, unless
+    /// the application installed a handler of its own; the write then fails with EPIPE, which both
+    /// sides handle as a closed connection.
+    private static let sigpipeIgnored: Bool = {
+        var current = sigaction()
+        guard sigaction(SIGPIPE, nil, &current) == 0 else { return false }
+        guard current.__sigaction_handler.sa_handler == nil else { return false }   // SIG_DFL is nil here
+        var ignore = sigaction()
+        ignore.__sigaction_handler.sa_handler = SIG_IGN
+        sigemptyset(&ignore.sa_mask)
+        return sigaction(SIGPIPE, &ignore, nil) == 0
+    }()
 
     /// Reads decrypted bytes (running the handshake first when needed).
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> IOResult {

@@ -99,4 +99,16 @@ import Testing
         #expect(stats.connectionsOpen == 1, "kept (half-closed) until the client closes")
         #expect(stats.connectionsReset == 0)
     }
+
+    /// TLS writes go through write(2): once a TLS session exists (here the simulator's and this client's),
+    /// SIGPIPE is ignored, so a peer that closed cannot kill the simulator or the client.
+    @Test func tlsSessionsIgnoreSIGPIPE() throws {
+        let harness = try SimulatorHarness()
+        let client = try BlockingTLSClient(port: harness.simulator.port, caFile: harness.simulator.caCertificatePath)
+        var current = sigaction()
+        #expect(sigaction(SIGPIPE, nil, &current) == 0)
+        let ignored = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1   // SIG_IGN is (void (*)(int))1
+        #expect(ignored)
+        withExtendedLifetime(client) {}
+    }
 }

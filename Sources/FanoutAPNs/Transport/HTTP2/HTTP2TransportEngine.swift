@@ -47,7 +47,6 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         callbacks = try HTTP2ClientCallbacks()
         resolver = HTTP2Resolver(events: events)
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
-        Self.ignoreSIGPIPE()
         let settings = HTTP2ClientConnection.Settings(endpoint: endpoint, connectTimeout: configuration.connectTimeout,
                                                       requestTimeout: configuration.requestTimeout,
                                                       upkeepInterval: configuration.upkeepInterval, pingTimeout: configuration.pingTimeout)
@@ -184,13 +183,5 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     private func publishCounters() {
         counters.inFlight.store(inFlight, ordering: .relaxed)
         counters.connections.store(connections.reduce(0) { $0 + ($1.isOpen ? 1 : 0) }, ordering: .relaxed)
-    }
-
-    /// TLS writes go through write(2): a peer that resets the connection would raise SIGPIPE and
-    /// kill the process. Ignore it unless the application installed its own handler.
-    private static func ignoreSIGPIPE() {
-        var current = sigaction()
-        guard sigaction(SIGPIPE, nil, &current) == 0, current.__sigaction_handler.sa_handler == nil else { return }
-        signal(SIGPIPE, SIG_IGN)
     }
 }
