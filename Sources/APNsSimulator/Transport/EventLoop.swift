@@ -130,8 +130,13 @@ final class EventLoop: @unchecked Sendable {
             let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
             wakeupCount.add(1, ordering: .relaxed)
             if count < 0 {
-                if errno == EINTR { continue }
-                break
+                let error = errno
+                if error == EINTR { continue }
+                // Only EBADF, EFAULT or EINVAL are left: the loop's own epoll set is broken (a bug), and
+                // nothing on this loop can be served again. Exiting quietly would leave loop 0 handing
+                // connections to a dead loop (clients hang until their timeouts) while the process looks
+                // healthy. Crash loudly instead, so the operator sees the reason and a supervisor restarts it.
+                fatalError("apns-sim event loop \(index): epoll_wait failed: \(String(cString: strerror(error))) (errno \(error))")
             }
             let now = DispatchTime.now().uptimeNanoseconds
             for event in events.prefix(Int(count)) {
