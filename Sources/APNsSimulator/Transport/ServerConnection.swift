@@ -38,6 +38,10 @@ final class ServerConnection {
     private var writeShutDown = false
     /// Set by a reset fault during request handling; the loop then drops the connection with RST.
     private(set) var resetRequested = false
+    /// Set when nghttp2 refused to queue a frame the connection depends on (a GOAWAY, a SETTINGS, the
+    /// RST_STREAM for a response it refused): the loop drops the connection, and the client retries
+    /// what it did not get an answer for, instead of waiting on a stream nobody will answer.
+    private var closeRequested = false
     /// True while buffered output waits for the socket to become writable.
     private var writeWaitsForWritable = false
     /// True when `SSL_read` needs to write first (a TLS record of its own) and the socket is full:
@@ -88,7 +92,10 @@ final class ServerConnection {
         session = created
         // Like APNs: one stream until a request carries a valid provider token.
         var settings = [nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: 1)]
-        _ = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+        let submitted = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+        guard submitted == 0 else {
+            throw APNsSimulatorError.socket("nghttp2_submit_settings: \(String(cString: nghttp2_strerror(submitted)))")
+        }
     }
 
     deinit {
@@ -108,7 +115,7 @@ final class ServerConnection {
                 // resetting (closing with unread input sends RST), and discard.
                 if writeShutDown { continue }
                 let consumed = nghttp2_session_mem_recv(session, loop.readBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count)
-                if consumed < 0 || resetRequested { return false }
+                if consumed < 0 || resetRequested || closeRequested { return false }
             case .wantRead:
                 return flush()
             case .wantWrite:
@@ -122,7 +129,7 @@ final class ServerConnection {
 
     /// Moves nghttp2's pending frames through TLS to the socket. False when the connection is done.
     func flush() -> Bool {
-        guard let session else { return false }
+        guard let session, !closeRequested else { return false }
         while true {
             while output.count - outputOffset < Self.outputHighWater {
                 var chunk: UnsafePointer<UInt8>?
@@ -184,8 +191,11 @@ final class ServerConnection {
         goingAway = true
         goAwayAt = now
         let json = Array("{\"reason\":\"IdleTimeout\"}".utf8)
-        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
-                                  NGHTTP2_NO_ERROR.rawValue, json, json.count)
+        // Idle: nothing is in flight, so if the GOAWAY cannot be queued, closing loses nothing.
+        if nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+                                 NGHTTP2_NO_ERROR.rawValue, json, json.count) != 0 {
+            closeRequested = true
+        }
     }
 
     /// A response whose injected latency has elapsed.
@@ -235,7 +245,8 @@ final class ServerConnection {
         if plan.raiseStreamLimit {
             var settings = [nghttp2_settings_entry(
                 settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: UInt32(engine.configuration.maxConcurrentStreams))]
-            _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1)
+            // Without it the client stays at one stream for good: close instead (it reconnects and re-probes).
+            if nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, 1) != 0 { closeRequested = true }
             plan.raiseStreamLimit = false
         }
         if plan.delayMillis > 0 {
@@ -279,8 +290,11 @@ final class ServerConnection {
             goingAway = true
             goAwayAt = DispatchTime.now().uptimeNanoseconds
             let json = Array("{\"reason\":\(ResponsePlan.jsonString(reason))}".utf8)
-            _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
-                                      NGHTTP2_NO_ERROR.rawValue, json, json.count)
+            // The fault asks for this connection to end; if the GOAWAY cannot be queued, end it by closing.
+            if nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nghttp2_session_get_last_proc_stream_id(session),
+                                     NGHTTP2_NO_ERROR.rawValue, json, json.count) != 0 {
+                closeRequested = true
+            }
         }
         // Header bytes go into one reused arena; nghttp2 copies them during nghttp2_submit_response.
         headerArena.removeAll(keepingCapacity: true)
@@ -297,7 +311,7 @@ final class ServerConnection {
         if let body = plan.body { add("content-length", String(body.count)) }
         if let body = plan.body, !body.isEmpty { responseBodies[streamID] = ResponseBody(bytes: body) }
         let hasBody = responseBodies[streamID] != nil
-        headerArena.withUnsafeMutableBufferPointer { bytes in
+        let submitted = headerArena.withUnsafeMutableBufferPointer { bytes -> Int32 in
             nameValues.removeAll(keepingCapacity: true)
             for (nameStart, nameLength, valueStart, valueLength) in headerSpans {
                 // Values that differ on every response (IDs) would only churn the HPACK dynamic table: never index them.
@@ -308,10 +322,17 @@ final class ServerConnection {
             }
             if hasBody {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
-                _ = nghttp2_submit_response(session, streamID, nameValues, nameValues.count, &provider)
-            } else {
-                _ = nghttp2_submit_response(session, streamID, nameValues, nameValues.count, nil)
+                return nghttp2_submit_response(session, streamID, nameValues, nameValues.count, &provider)
             }
+            return nghttp2_submit_response(session, streamID, nameValues, nameValues.count, nil)
+        }
+        guard submitted != 0 else { return }
+        // nghttp2 refused the response (out of memory, or the stream is in a state that cannot take one):
+        // never leave the stream unanswered. Reset it so the client retries; if even that cannot be
+        // queued, close the connection.
+        responseBodies[streamID] = nil
+        if nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_INTERNAL_ERROR.rawValue) != 0 {
+            closeRequested = true
         }
     }
 }
