@@ -17,7 +17,16 @@ unsigned int fanout_curl_version_num(void);
 
 
 
-/* The sockets `multi` wants watched, as curl_waitfd entries for another multi's curl_multi_poll.
-   Returns how many were written (at most `capacity`). */
-unsigned int fanout_curl_multi_waitfds(CURLM *multi, struct curl_waitfd *out, unsigned int capacity);
+/* The sockets one multi handle wants watched, as curl_waitfd entries for another multi's
+   curl_multi_poll; any descriptor number (no fd_set). Owned by the caller; free it only after
+   curl_multi_cleanup of the multi it tracks (libcurl reports sockets closing during cleanup). */
+struct fanout_curl_sockets;
+struct fanout_curl_sockets *fanout_curl_sockets_new(void);
+void fanout_curl_sockets_free(struct fanout_curl_sockets *set);
+/* Installs the socket callback that keeps `set` current. */
+CURLMcode fanout_curl_multi_track_sockets(CURLM *multi, struct fanout_curl_sockets *set);
+/* curl_multi_perform, then reports every transfer's socket changes to the callback. */
+CURLMcode fanout_curl_multi_perform_tracking(CURLM *multi, int *running);
+/* Copies the watched sockets (at most `capacity`) into `out`; returns how many. */
+unsigned int fanout_curl_sockets_copy(const struct fanout_curl_sockets *set, struct curl_waitfd *out, unsigned int capacity);
 #endif

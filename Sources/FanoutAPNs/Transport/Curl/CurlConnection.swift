@@ -15,7 +15,9 @@ final class CurlConnection: PooledConnection {
 
     init(index: Int, configuration: APNsClientConfiguration, now: ContinuousClock.Instant) throws(APNsClientError) {
         self.index = index
-        multi = try CurlMulti()
+        // The engine sleeps in connection 0's curl_multi_poll and passes the other connections' sockets
+        // to it: those multis track their sockets (curl_multi_fdset would miss descriptors ≥ 1024).
+        multi = try CurlMulti(trackSockets: index > 0)
         try multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         // One connection per multi. (Not MAX_TOTAL_CONNECTIONS: measured no gain, and without the
         // host limit libcurl 7.88 opened extra connections under load and lost whole connections' worth
@@ -56,8 +58,7 @@ final class CurlConnection: PooledConnection {
 
     /// Drives libcurl and collects finished transfers with their result codes.
     func perform(into done: inout [(CurlTransfer, CURLcode)]) {
-        var running: Int32 = 0
-        _ = curl_multi_perform(multi.handle, &running)
+        multi.perform()
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi.handle, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }

@@ -149,10 +149,11 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
         }
         if let deadline { timeout = min(timeout, Self.milliseconds(deadline - now)) }
         if timeout <= 0 { return }
-        var extra: UInt32 = 0
+        var count = 0
         for connection in connections.dropFirst() where connection.inFlight > 0 {
-            extra += fanout_curl_multi_waitfds(connection.multi.handle, waitFDs + Int(extra), UInt32(waitFDCapacity) - extra)
+            count += connection.multi.watchedSockets(into: waitFDs + count, capacity: waitFDCapacity - count)
         }
+        let extra = UInt32(count)
         // Only announce sleep when new submissions could be taken; otherwise sockets and timers wake us.
         if canTakeMore {
             guard queue.prepareToSleep() else { return }
