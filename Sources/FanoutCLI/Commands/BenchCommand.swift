@@ -291,8 +291,11 @@ enum ThreadCPUClock {
 struct MemoryUsage {
     var rss: Int
 
+    /// Hands freed heap pages back to the kernel first (`malloc_trim`), so memory that an earlier
+    /// phase freed and a later one reuses is not counted for one and missed for the other.
     static func current() -> MemoryUsage {
         #if canImport(Glibc)
+        trimHeap()
         var rss = 0
         if let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) {
             let fields = text.split(separator: " ")
@@ -301,6 +304,15 @@ struct MemoryUsage {
         return MemoryUsage(rss: rss)
         #else
         return MemoryUsage(rss: 0)
+        #endif
+    }
+
+    /// glibc's `malloc_trim(0)`, looked up at run time: Swift's Glibc module does not declare <malloc.h>.
+    private static func trimHeap() {
+        #if canImport(Glibc)
+        typealias Trim = @convention(c) (Int) -> Int32
+        guard let symbol = dlsym(nil, "malloc_trim") else { return }
+        _ = unsafeBitCast(symbol, to: Trim.self)(0)
         #endif
     }
 }
