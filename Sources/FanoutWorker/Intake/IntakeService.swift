@@ -206,7 +206,11 @@ final class IntakeService: Sendable {
         let offsets: [TopicPartition: Int64] = state.withLock { state in
             for point in points {
                 let tp = TopicPartition(point.partition.topic, point.partition.partition)
-                if state.owned.contains(tp) { state.uncommitted[tp] = point.offset }
+                guard state.owned.contains(tp) else { continue }
+                // A point equal to what the group already holds (the resume position right after an
+                // assignment) is not committed again: a redundant commit racing a rebalance is
+                // rejected with ILLEGAL_GENERATION, which librdkafka treats as a lost assignment.
+                state.uncommitted[tp] = point.offset == state.committedAt[tp] ? nil : point.offset
             }
             return state.uncommitted
         }

@@ -43,7 +43,8 @@ extension WorkerIntegration {
                 keys.indices.allSatisfy { harness.simulator.deviceView(token: IntegrationHarness.token(50 + $0))?.contentState.contains("p\(rounds - 1)") == true }
             }
             try await harness.eventually("every offset committed", timeout: .seconds(60)) { try harness.allCommitted() }
-            #expect(worker.summary.eventsIn == produced)
+            // At least once: a rebalance on a loaded machine can make the worker read some again.
+            #expect(worker.summary.eventsIn >= produced)
             await worker.stop(timeout: .seconds(5))
         }
     }

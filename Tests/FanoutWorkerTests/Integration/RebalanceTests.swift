@@ -33,7 +33,9 @@ extension WorkerIntegration {
                                                                                       state: "{\"phase\":\"two-\(step)\"}"))
                 }
             }
-            try await harness.eventually("batch 2 read by the first worker") { first.summary.eventsIn == keys.count * 4 }
+            // At least: delivery is at-least-once, and a rebalance on a loaded machine can make the
+            // worker read some events again.
+            try await harness.eventually("batch 2 read by the first worker") { first.summary.eventsIn >= keys.count * 4 }
             await first.abort()
             let committedAtCrash = try harness.committed()
             let ends = try harness.endOffsets()
