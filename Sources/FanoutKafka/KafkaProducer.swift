@@ -54,16 +54,19 @@ public final class KafkaProducer: Sendable {
     /// Enqueues one record; `completion` runs once with the broker's acknowledgement or the failure.
     /// Throws at once (and never calls `completion`) when the record cannot be enqueued:
     /// `.queueFull`, unknown partition, record too large, fatal producer state.
-    /// - Parameter partition: `nil` uses the key's partition (librdkafka's consistent-random hash).
+    /// - Parameter partition: `nil` uses the key's partition (librdkafka's `partitioner` property,
+    ///   by default consistent-random: CRC32 of the key, a random partition for a null key).
+    /// - Parameter timestampMilliseconds: the record's CreateTime; `nil` lets librdkafka use now.
     public func produce(topic: String, partition: Int32? = nil, key: [UInt8]?, value: [UInt8]?,
-                        headers: [KafkaHeader] = [], completion: @escaping Completion) throws {
+                        headers: [KafkaHeader] = [], timestampMilliseconds: Int64? = nil,
+                        completion: @escaping Completion) throws {
         let box = Unmanaged.passRetained(DeliveryBox(completion))
         let headerList: OpaquePointer? = headers.isEmpty ? nil : Self.makeHeaders(headers)
         let error: OpaquePointer? = client.withHandle { handle in
             topic.withCString { topicName in
                 withOptionalBytes(key) { keyPointer, keyCount in
                     withOptionalBytes(value) { valuePointer, valueCount in
-                        var args = [rd_kafka_vu_t](repeating: rd_kafka_vu_t(), count: 7)
+                        var args = [rd_kafka_vu_t](repeating: rd_kafka_vu_t(), count: 8)
                         args[0].vtype = RD_KAFKA_VTYPE_TOPIC
                         args[0].u.cstr = topicName
                         args[1].vtype = RD_KAFKA_VTYPE_PARTITION
@@ -80,9 +83,14 @@ public final class KafkaProducer: Sendable {
                         args[5].u.ptr = box.toOpaque()
                         var count = 6
                         if let headerList {
-                            args[6].vtype = RD_KAFKA_VTYPE_HEADERS
-                            args[6].u.headers = headerList   // owned by the record on success only
-                            count = 7
+                            args[count].vtype = RD_KAFKA_VTYPE_HEADERS
+                            args[count].u.headers = headerList   // owned by the record on success only
+                            count += 1
+                        }
+                        if let timestampMilliseconds {
+                            args[count].vtype = RD_KAFKA_VTYPE_TIMESTAMP
+                            args[count].u.i64 = timestampMilliseconds
+                            count += 1
                         }
                         return rd_kafka_produceva(handle, args, count)
                     }
@@ -105,10 +113,11 @@ public final class KafkaProducer: Sendable {
 
     /// Enqueues one record and waits (without blocking a thread) for the broker's acknowledgement.
     public func produce(topic: String, partition: Int32? = nil, key: [UInt8]?, value: [UInt8]?,
-                        headers: [KafkaHeader] = []) async throws -> KafkaDeliveryReport {
+                        headers: [KafkaHeader] = [], timestampMilliseconds: Int64? = nil) async throws -> KafkaDeliveryReport {
         try await withCheckedThrowingContinuation { continuation in
             do {
-                try produce(topic: topic, partition: partition, key: key, value: value, headers: headers) { result in
+                try produce(topic: topic, partition: partition, key: key, value: value, headers: headers,
+                            timestampMilliseconds: timestampMilliseconds) { result in
                     continuation.resume(with: result)
                 }
             } catch {

@@ -16,6 +16,7 @@ public struct KafkaResponseCode: RawRepresentable, Sendable, Hashable, CustomStr
     public var description: String { "\(name) (\(rawValue))" }
 
     public static let noError = KafkaResponseCode(rawValue: 0)
+    public static let offsetOutOfRange = KafkaResponseCode(rawValue: 1)
     public static let unknownTopicOrPartition = KafkaResponseCode(rawValue: 3)
     public static let leaderNotAvailable = KafkaResponseCode(rawValue: 5)
     public static let notLeaderForPartition = KafkaResponseCode(rawValue: 6)
@@ -31,4 +32,6 @@ public struct KafkaResponseCode: RawRepresentable, Sendable, Hashable, CustomStr
     public static let messageTimedOut = KafkaResponseCode(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
     public static let unknownTopic = KafkaResponseCode(RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
     public static let fatal = KafkaResponseCode(RD_KAFKA_RESP_ERR__FATAL)
+    /// The fetch position was out of range and `auto.offset.reset=error` forbade a jump.
+    public static let autoOffsetReset = KafkaResponseCode(RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
 }

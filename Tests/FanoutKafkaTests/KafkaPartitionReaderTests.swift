@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import FanoutKafka
 
@@ -54,5 +55,37 @@ import Testing
             return offsets
         }
         #expect(offsets == [6, 7, 8, 9])
+    }
+}
+
+@Suite struct KafkaRecordTimestampTests {
+    /// Records produced with explicit CreateTimes are read back with exactly those timestamps
+    /// (`fanout replay` schedules by them); without one, librdkafka stamps the produce time.
+    @Test func producedTimestampsAreKept() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("times")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try KafkaProducer(configuration: cluster.configuration())
+        let base: Int64 = 1_700_000_000_000
+        for index in 0..<4 {
+            _ = try await producer.produce(topic: topic, partition: 0, key: bytes("k\(index)"), value: bytes("v\(index)"),
+                                           timestampMilliseconds: base + 1000 * Int64(index))
+        }
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        _ = try await producer.produce(topic: topic, partition: 0, key: nil, value: bytes("now"))
+        let reader = try KafkaPartitionReader(configuration: cluster.configuration())
+        let stamps = try await onThread { () -> [Int64?] in
+            try reader.assign([TopicPartition(topic, 0): .beginning])
+            var stamps: [Int64?] = []
+            try pollUntil({ try reader.poll(timeout: $0) }, what: "end of partition") { batch in
+                stamps += batch.messages.map(\.timestampMilliseconds)
+                return !batch.reachedEnd.isEmpty
+            }
+            reader.close()
+            return stamps
+        }
+        #expect(Array(stamps.prefix(4)) == (0..<4).map { base + 1000 * Int64($0) })
+        #expect(stamps.count == 5)
+        #expect((stamps.last ?? nil).map { $0 >= before } == true)
     }
 }
