@@ -11,6 +11,7 @@ public enum Fanout {
         BrokerCommand.self,
         APNsSimCommand.self,
         RunCommand.self,
+        ReplayCommand.self,
         BenchCommand.self,
         ChannelsCommand.self,
     ]
