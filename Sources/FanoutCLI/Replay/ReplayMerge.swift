@@ -18,6 +18,7 @@ struct ReplayMerge: Sendable {
     }
 
     private struct Source {
+        var partition: Int32
         var range: ReplayRange
         var buffer = RecordQueue()
         /// No more records of this partition will be copied (buffered ones still will).
@@ -32,7 +33,10 @@ struct ReplayMerge: Sendable {
     let readAhead: Int
     /// Records still to hand out under `--count`; nil is unlimited.
     private(set) var remaining: Int?
-    private var sources: [Int32: Source]
+    /// By partition number; mutated in place (`sources[i]`), never copied out, so buffers are not
+    /// copied on write.
+    private var sources: [Source]
+    private let index: [Int32: Int]
     /// Records read but outside the range (before `startTime`): counted for the progress lines.
     private(set) var skipped = 0
 
@@ -40,65 +44,73 @@ struct ReplayMerge: Sendable {
         precondition(readAhead > 0, "readAhead must be positive")
         self.readAhead = readAhead
         remaining = count
-        sources = ranges.mapValues { range in
-            Source(range: range, ended: range.isEmpty, started: range.startTime == nil)
+        sources = ranges.keys.sorted().map { partition in
+            let range = ranges[partition]!
+            return Source(partition: partition, range: range, ended: range.isEmpty, started: range.startTime == nil)
         }
+        index = Dictionary(uniqueKeysWithValues: sources.enumerated().map { ($1.partition, $0) })
     }
 
     /// Partitions that may still deliver records to the merge.
-    var open: [Int32] { sources.filter { !$0.value.ended }.keys.sorted() }
+    var open: [Int32] { sources.filter { !$0.ended }.map(\.partition) }
 
     /// Records held in buffers now.
-    var buffered: Int { sources.values.reduce(0) { $0 + $1.buffer.count } }
+    var buffered: Int { sources.reduce(0) { $0 + $1.buffer.count } }
 
     /// Takes one record read from a source partition (in offset order for that partition).
     mutating func receive(_ message: KafkaMessage) {
-        guard var source = sources[message.partition], !source.ended else { return }
-        defer { sources[message.partition] = source }
-        guard message.offset >= source.range.start, message.offset > source.lastOffset else { return }
+        guard let position = index[message.partition] else { return }
+        skipped += Self.take(message, into: &sources[position])
+    }
+
+    /// Returns 1 when the record was skipped for being before the start time.
+    private static func take(_ message: KafkaMessage, into source: inout Source) -> Int {
+        guard !source.ended else { return 0 }
+        guard message.offset >= source.range.start, message.offset > source.lastOffset else { return 0 }
         source.lastOffset = message.offset
         if message.offset >= source.range.end {
             source.ended = true
-            return
+            return 0
         }
         if let endTime = source.range.endTime, let stamp = message.timestampMilliseconds, stamp >= endTime {
             source.ended = true
-            return
+            return 0
         }
         if !source.started {
             guard let stamp = message.timestampMilliseconds, stamp >= source.range.startTime! else {
-                skipped += 1
                 if message.offset + 1 >= source.range.end { source.ended = true }
-                return
+                return 1
             }
             source.started = true
         }
         source.buffer.append(message)
         if message.offset + 1 >= source.range.end { source.ended = true }
+        return 0
     }
 
     /// The partition's fetch reached the high watermark: nothing more is in range (the range's end is
     /// at most the high watermark seen when the replay started).
     mutating func reachedEnd(_ partition: Int32) {
-        sources[partition]?.ended = true
+        guard let position = index[partition] else { return }
+        sources[position].ended = true
     }
 
     /// The next record to produce, or why there is none yet.
     mutating func next() -> Next {
         if remaining == 0 { return .finished }
-        var best: (partition: Int32, stamp: Int64)?
+        var best: (position: Int, stamp: Int64)?
         var missing: [Int32] = []
-        for (partition, source) in sources {
-            guard let head = source.buffer.first else {
-                if !source.ended { missing.append(partition) }
+        for position in sources.indices {
+            guard let stamp = sources[position].buffer.firstStamp else {
+                if !sources[position].ended { missing.append(sources[position].partition) }
                 continue
             }
-            let stamp = head.timestampMilliseconds ?? .min
-            if best == nil || (stamp, partition) < (best!.stamp, best!.partition) { best = (partition, stamp) }
+            // Positions follow partition numbers, so a strict `<` breaks ties by partition.
+            if best == nil || stamp < best!.stamp { best = (position, stamp) }
         }
-        if !missing.isEmpty { return .needRecords(missing.sorted()) }
+        if !missing.isEmpty { return .needRecords(missing) }
         guard let best else { return .finished }
-        let record = sources[best.partition]!.buffer.removeFirst()
+        let record = sources[best.position].buffer.removeFirst()
         if let remaining { self.remaining = remaining - 1 }
         return .record(record)
     }
@@ -108,14 +120,15 @@ struct ReplayMerge: Sendable {
     mutating func flowChanges() -> (pause: [Int32], resume: [Int32]) {
         var pause: [Int32] = []
         var resume: [Int32] = []
-        for partition in sources.keys.sorted() {
-            let source = sources[partition]!
-            if !source.paused, source.ended || source.buffer.count >= readAhead {
+        for position in sources.indices {
+            let (partition, ended, paused, count) = (sources[position].partition, sources[position].ended,
+                                                     sources[position].paused, sources[position].buffer.count)
+            if !paused, ended || count >= readAhead {
                 pause.append(partition)
-                sources[partition]!.paused = true
-            } else if source.paused, !source.ended, source.buffer.count <= readAhead / 2 {
+                sources[position].paused = true
+            } else if paused, !ended, count <= readAhead / 2 {
                 resume.append(partition)
-                sources[partition]!.paused = false
+                sources[position].paused = false
             }
         }
         return (pause, resume)
@@ -128,7 +141,8 @@ struct RecordQueue: Sendable {
     private var head = 0
 
     var count: Int { storage.count - head }
-    var first: KafkaMessage? { head < storage.count ? storage[head] : nil }
+    /// The head record's timestamp (`Int64.min` when it has none, i.e. due at once); nil when empty.
+    var firstStamp: Int64? { head < storage.count ? storage[head].timestampMilliseconds ?? .min : nil }
 
     mutating func append(_ message: KafkaMessage) { storage.append(message) }
 
