@@ -33,7 +33,8 @@ struct ReplayCommand: Command {
     64 bad arguments; 130 stopped by SIGINT/SIGTERM (what was produced is flushed, then the summary).
 
     Bounds: at most --read-ahead records per source partition are held (plus one poll batch of 500);
-    librdkafka prefetches up to 'queued.max.messages.kbytes' (16384 KiB unless given) and the
+    librdkafka prefetches up to 'queued.max.messages.kbytes' (16384 KiB unless given; the reader also
+    defaults 'fetch.wait.max.ms' to 100 so a paused partition resumes quickly) and the
     producer queues up to 'queue.buffering.max.messages' (100000) unacknowledged records.
 
     Options:
