@@ -25,7 +25,14 @@ final class SignalWaiter: Sendable {
         }
     }
 
-    deinit { for box in sources { box.source.cancel() } }
+    /// Stops watching and gives the signals their default action back (a process that keeps running,
+    /// such as a test calling a command, can be interrupted again).
+    deinit {
+        for box in sources {
+            box.source.cancel()
+            Foundation.signal(Int32(box.source.handle), SIG_DFL)
+        }
+    }
 
     /// Suspends until one of the signals arrives; returns its number.
     func next() async -> Int32 {
