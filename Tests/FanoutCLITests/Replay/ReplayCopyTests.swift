@@ -64,7 +64,7 @@ import Testing
 
         var options = ReplayOptions(bootstrap: cluster.bootstrapServers, from: from, to: to)
         options.speed = 0
-        options.readAhead = 7   // far below the record count: pausing and resuming is exercised
+        options.readAhead = 25   // far below the ≈100 records per partition: pausing and resuming is exercised
         let summary = try await replay(options)
         #expect(summary.exitCode == 0, "\(summary.text)")
         #expect(summary.acknowledged == 301)
@@ -152,6 +152,48 @@ import Testing
         let error = await #expect(throws: ReplayError.self) { _ = try await replay(options) }
         #expect(error?.description.contains("source partition 2 has no counterpart") == true)
         #expect(error?.description.contains("'\(small)' has 2 partition(s)") == true)
+    }
+
+    @Test func aSignalStopsTheCopyFlushesAndReportsIt() async throws {
+        let cluster = try MockKafkaCluster()
+        let from = unique("recorded"), to = unique("copy")
+        try cluster.createTopic(from, partitions: 1)
+        try cluster.createTopic(to, partitions: 1)
+        // The second record is due an hour after the first: only the signal can end this replay.
+        try await fill(cluster, from, [(0, "k", "first", [], base), (0, "k", "an hour later", [], base + 3_600_000)])
+        var options = ReplayOptions(bootstrap: cluster.bootstrapServers, from: from, to: to)
+        options.progressInterval = 0.05
+        let stop = ReplayStop()
+        let run = ReplayRun(options: options, stop: stop) { line in
+            if line.contains("1 acknowledged") { stop.request(15) }
+        }
+        let summary = try await ReplayCommand.runOnThread { try run.run() }
+        #expect(summary.interruptedBy == 15)
+        #expect(summary.exitCode == 130)
+        #expect(summary.produced == 1)
+        #expect(summary.acknowledged == 1)
+        #expect(summary.text.contains("interrupted by signal 15"))
+        let copied = try await readAll(cluster, to, partitions: 1)[0] ?? []
+        #expect(copied.map { String(decoding: $0.value!, as: UTF8.self) } == ["first"])
+    }
+
+    @Test func recordsTheDestinationRefusesFailTheReplay() async throws {
+        let cluster = try MockKafkaCluster()
+        let from = unique("recorded"), to = unique("copy")
+        try cluster.createTopic(from, partitions: 1)
+        try cluster.createTopic(to, partitions: 1)
+        try await fill(cluster, from, (0..<20).map { (0, "k", "v\($0)", [], base + Int64($0)) })
+        // A permanent (not retriable) error for every produce request the replay sends.
+        cluster.pushRequestErrors(.produce, Array(repeating: KafkaResponseCode(rawValue: 29), count: 50))   // TOPIC_AUTHORIZATION_FAILED
+        var options = ReplayOptions(bootstrap: cluster.bootstrapServers, from: from, to: to)
+        options.speed = 0
+        options.timeout = 10
+        let summary = try await replay(options)
+        cluster.clearRequestErrors(.produce)
+        #expect(summary.exitCode == 1, "\(summary.text)")
+        #expect(summary.failed > 0)
+        #expect(summary.acknowledged < 20)
+        #expect(summary.text.contains("failed"))
     }
 
     @Test func missingTopicsAndPartitionsAreNamed() async throws {
