@@ -7,18 +7,7 @@ import Testing
 struct ControlRequestTests {
     /// Connects to the control port (blocking socket, 10 s receive timeout); -1 when the connection fails.
     static func connectControl(port: Int) -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { close(descriptor); return -1 }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        return descriptor
+        LoopbackSocket.open(port: port) ?? -1
     }
 
     /// Sends `request` in one piece and reads the whole answer, on its own thread (never the cooperative pool).

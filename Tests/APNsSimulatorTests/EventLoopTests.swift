@@ -28,18 +28,9 @@ struct EventLoopTests {
     static func connectAndSend(port: Int, _ bytes: [UInt8]) async -> Int32? {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port).bigEndian)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                var timeout = timeval(tv_sec: 10, tv_usec: 0)
-                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                guard let descriptor = LoopbackSocket.open(port: port) else { return continuation.resume(returning: nil) }
                 var answer = [UInt8](repeating: 0, count: 16 * 1024)
-                guard connected == 0, write(descriptor, bytes, bytes.count) == bytes.count, read(descriptor, &answer, answer.count) > 0 else {
+                guard write(descriptor, bytes, bytes.count) == bytes.count, read(descriptor, &answer, answer.count) > 0 else {
                     close(descriptor)
                     return continuation.resume(returning: nil)
                 }

@@ -14,18 +14,8 @@ import Testing
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
         init(port: Int, caFile: String) throws {
-            let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard let descriptor = LoopbackSocket.open(port: port) else { throw POSIXError(.ECONNREFUSED) }
             socket = descriptor
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else { close(descriptor); throw POSIXError(.ECONNREFUSED) }
-            var timeout = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             tls = try TLSClientContext(caFile: caFile).makeConnection(socket: descriptor, serverName: "127.0.0.1")
             guard tls.handshake() == .bytes(0) else { throw POSIXError(.EPROTO) }
         }

@@ -9,18 +9,10 @@ struct TimeoutTests {
     static func silentTCPClientIsClosed(port: Int, seconds: Int = 10) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                defer { close(descriptor) }
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = in_port_t(UInt16(port).bigEndian)
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                guard let descriptor = LoopbackSocket.open(port: port, receiveTimeoutSeconds: seconds) else {
+                    return continuation.resume(returning: false)
                 }
-                guard connected == 0 else { return continuation.resume(returning: false) }
-                var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-                setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                defer { close(descriptor) }
                 var byte: UInt8 = 0
                 let count = read(descriptor, &byte, 1)
                 // 0: orderly close; -1 with ECONNRESET: closed with RST. EAGAIN means the wait ran out.
