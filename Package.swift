@@ -27,8 +27,10 @@ let package = Package(
         // MARK: Adapters around C
         .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"], swiftSettings: strict),
         .target(name: "FanoutKafka", dependencies: ["CRdKafka"], swiftSettings: strict),
-        .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "CCurl", "CCurlShim", "CNghttp2"], swiftSettings: strict),
-        .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "CNghttp2"], swiftSettings: strict),
+        // The only importer of CNghttp2: nghttp2 sessions, the framed output over TLS, the epoll set.
+        .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "FanoutCrypto"], swiftSettings: strict),
+        .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2", "CCurl", "CCurlShim"], swiftSettings: strict),
+        .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2"], swiftSettings: strict),
 
         // MARK: The product
         .target(name: "FanoutWorker",

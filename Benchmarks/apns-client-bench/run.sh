@@ -10,7 +10,7 @@ set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=${BENCH_DIR:-/tmp/fanout-apns-bench}
 mkdir -p "$work/Sources" "$work/Bench"
-for module in CCurl CCurlShim COpenSSL COpenSSLShim CNghttp2 APNsModel FanoutCrypto FanoutAPNs APNsSimulator; do
+for module in CCurl CCurlShim COpenSSL COpenSSLShim CNghttp2 APNsModel FanoutCrypto FanoutHTTP2 FanoutAPNs APNsSimulator; do
     ln -sfn "$repo/Sources/$module" "$work/Sources/$module"
 done
 ln -sfn "$repo/Benchmarks/apns-client-bench/main.swift" "$work/Bench/main.swift"
@@ -25,8 +25,9 @@ let package = Package(name: "APNsClientBench", targets: [
     .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
     .target(name: "APNsModel"),
     .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"]),
-    .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "CCurl", "CCurlShim", "CNghttp2"]),
-    .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "CNghttp2"]),
+    .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "FanoutCrypto"]),
+    .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2", "CCurl", "CCurlShim"]),
+    .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2"]),
     .executableTarget(name: "apns-client-bench", dependencies: ["FanoutAPNs", "APNsModel", "FanoutCrypto", "APNsSimulator"], path: "Bench"),
 ])
 PKG

@@ -1,12 +1,12 @@
-import CNghttp2
 import FanoutCrypto
+import FanoutHTTP2
 import Foundation
 import Synchronization
 
 /// One event-loop thread: an epoll set over non-blocking sockets, serving the TLS connections it owns.
 /// Loop 0 also accepts on the listeners and hands connections round-robin to every loop.
 ///
-/// Everything except `inbox`, `running` and the wake pipe is confined to the loop's own thread,
+/// Everything except `inbox`, `running` and the event set's wake is confined to the loop's own thread,
 /// which is why the type is `@unchecked Sendable`: other threads only call `adopt` and `stop`.
 final class EventLoop: @unchecked Sendable {
     struct Listener {
@@ -25,9 +25,7 @@ final class EventLoop: @unchecked Sendable {
     let index: Int
     private let engine: SimulatorEngine
     private let tlsContext: TLSServerContext
-    private let epoll: Int32
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let events: SocketEventSet
     private let inbox = Mutex<[(Int32, ListenerKind)]>([])
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
@@ -39,7 +37,6 @@ final class EventLoop: @unchecked Sendable {
     private var nextSerial: UInt64 = 0
     private var connections: [Int32: ServerConnection] = [:]
     private var timers: [Timer] = []
-    private let callbacks = HTTP2Callbacks()
     private let deadlines: ConnectionDeadlines
     private var nextSweep: UInt64 = 0
     /// Set after an accept failure (out of descriptors): the listeners are out of the epoll set until then.
@@ -53,22 +50,16 @@ final class EventLoop: @unchecked Sendable {
         self.engine = engine
         self.tlsContext = tlsContext
         deadlines = ConnectionDeadlines(configuration: engine.configuration)
-        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard epoll >= 0 else { throw APNsSimulatorError.socket("epoll_create1: \(String(cString: strerror(errno)))") }
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw APNsSimulatorError.socket("pipe: \(String(cString: strerror(errno)))") }
-        wakeRead = pipeEnds[0]
-        wakeWrite = pipeEnds[1]
-        for end in pipeEnds { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
+        do {
+            events = try SocketEventSet(capacity: 128)
+        } catch {
+            throw APNsSimulatorError.socket("\(error)")
+        }
         readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-        watch(wakeRead, writable: false, add: true)
     }
 
     deinit {
         readBuffer.deallocate()
-        close(epoll)
-        close(wakeRead)
-        close(wakeWrite)
     }
 
     /// Loop 0 only: accept on these listeners and spread connections over `siblings` (including itself).
@@ -91,7 +82,7 @@ final class EventLoop: @unchecked Sendable {
     /// Asks the loop to close its connections and exit, and waits until it has.
     func stop() {
         running.store(false, ordering: .releasing)
-        wake()
+        events.wake()
         finished.wait()
     }
 
@@ -101,7 +92,7 @@ final class EventLoop: @unchecked Sendable {
     /// Called from loop 0's thread: take over an accepted socket.
     func adopt(_ descriptor: Int32, kind: ListenerKind) {
         inbox.withLock { $0.append((descriptor, kind)) }
-        wake()
+        events.wake()
     }
 
     func schedule(afterMillis: Int, connection: ServerConnection, streamID: Int32, plan: ResponsePlan) {
@@ -115,23 +106,18 @@ final class EventLoop: @unchecked Sendable {
         timers.insert(timer, at: low)
     }
 
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
-    }
-
     private func run() {
-        var events = [epoll_event](repeating: epoll_event(), count: 128)
         nextSweep = DispatchTime.now().uptimeNanoseconds + deadlines.sweepIntervalNanos
         while running.load(ordering: .acquiring) {
             let before = DispatchTime.now().uptimeNanoseconds
             let wakeAt = min(timers.first?.deadline ?? .max, nextSweep, listenersPausedUntil ?? .max)
             let timeout = wakeAt <= before ? 0 : Int32(min(1000, (wakeAt - before) / 1_000_000 + 1))
-            let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
+            let outcome = events.wait(timeoutMillis: timeout)
             wakeupCount.add(1, ordering: .relaxed)
-            if count < 0 {
-                let error = errno
-                if error == EINTR { continue }
+            switch outcome {
+            case .ready: break
+            case .interrupted: continue
+            case .failed(let error):
                 // Only EBADF, EFAULT or EINVAL are left: the loop's own epoll set is broken (a bug), and
                 // nothing on this loop can be served again. Exiting quietly would leave loop 0 handing
                 // connections to a dead loop (clients hang until their timeouts) while the process looks
@@ -139,15 +125,14 @@ final class EventLoop: @unchecked Sendable {
                 fatalError("apns-sim event loop \(index): epoll_wait failed: \(String(cString: strerror(error))) (errno \(error))")
             }
             let now = DispatchTime.now().uptimeNanoseconds
-            for event in events.prefix(Int(count)) {
-                let descriptor = event.data.fd
-                if descriptor == wakeRead {
-                    drainWakePipe()
-                } else if let listener = listeners.first(where: { $0.socket.descriptor == descriptor }) {
+            events.forEachReady { token, ready in
+                if token == SocketEventSet.wakeToken { return adoptInbox() }
+                let descriptor = Int32(truncatingIfNeeded: token)
+                if let listener = listeners.first(where: { $0.socket.descriptor == descriptor }) {
                     acceptAll(listener)
                 } else if let connection = connections[descriptor] {
                     connection.lastActivity = now
-                    service(connection, events: event.events)
+                    service(connection, events: ready)
                 }
             }
             fireTimers()
@@ -170,9 +155,8 @@ final class EventLoop: @unchecked Sendable {
         listeners = []
     }
 
-    private func drainWakePipe() {
-        var scratch = [UInt8](repeating: 0, count: 64)
-        while read(wakeRead, &scratch, scratch.count) > 0 {}
+    /// After a wake: open the connections other loops handed over.
+    private func adoptInbox() {
         let adopted = inbox.withLock { box in defer { box.removeAll() }; return box }
         for (descriptor, kind) in adopted { open(descriptor, kind: kind) }
     }
@@ -209,7 +193,7 @@ final class EventLoop: @unchecked Sendable {
     private func pauseListeners() {
         engine.state.withLock { $0.acceptFailures += 1 }
         guard listenersPausedUntil == nil else { return }
-        for listener in listeners { epoll_ctl(epoll, EPOLL_CTL_DEL, listener.socket.descriptor, nil) }
+        for listener in listeners { events.remove(listener.socket.descriptor) }
         listenersPausedUntil = DispatchTime.now().uptimeNanoseconds + Self.acceptPauseNanos
     }
 
@@ -218,8 +202,7 @@ final class EventLoop: @unchecked Sendable {
         let serial = (UInt64(index) << 48) | nextSerial
         do {
             let tls = try tlsContext.makeConnection(socket: descriptor)
-            let connection = try ServerConnection(descriptor: descriptor, serial: serial, kind: kind, tls: tls, engine: engine,
-                                                  loop: self, callbacks: callbacks)
+            let connection = try ServerConnection(descriptor: descriptor, serial: serial, kind: kind, tls: tls, engine: engine, loop: self)
             connections[descriptor] = connection
             watch(descriptor, writable: false, add: true)
         } catch {
@@ -228,13 +211,12 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func service(_ connection: ServerConnection, events: UInt32) {
+    private func service(_ connection: ServerConnection, events ready: SocketEventSet.Events) {
         let wasWaiting = connection.wantsWritable
         var keep = true
-        let readable = events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue | EPOLLRDHUP.rawValue) != 0
-        if readable || (events & EPOLLOUT.rawValue != 0 && connection.readWaitsForWritable) {
+        if ready.contains(.readable) || (ready.contains(.writable) && connection.readWaitsForWritable) {
             keep = connection.onReadable()
-        } else if events & EPOLLOUT.rawValue != 0 {
+        } else if ready.contains(.writable) {
             keep = connection.flush()
         }
         guard keep else {
@@ -258,7 +240,7 @@ final class EventLoop: @unchecked Sendable {
             connection.sendDelayed(timer.plan, streamID: timer.streamID)
             touched[timer.descriptor] = connection
         }
-        for connection in touched.values { service(connection, events: EPOLLOUT.rawValue) }
+        for connection in touched.values { service(connection, events: .writable) }
     }
 
     /// Closes connections past their handshake, idle or GOAWAY-grace deadline.
@@ -274,7 +256,7 @@ final class EventLoop: @unchecked Sendable {
             case .idle:
                 idled += 1
                 connection.goAwayIdle(now: now)
-                service(connection, events: EPOLLOUT.rawValue)
+                service(connection, events: .writable)
             case .handshakeTimedOut, .goAwayGraceOver:
                 expired.append(descriptor)
             }
@@ -286,7 +268,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func drop(_ descriptor: Int32, reset: Bool) {
         guard let connection = connections.removeValue(forKey: descriptor) else { return }
-        epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+        events.remove(descriptor)
         if reset {
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
@@ -298,9 +280,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func watch(_ descriptor: Int32, writable: Bool, add: Bool) {
-        var event = epoll_event()
-        event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (writable ? EPOLLOUT.rawValue : 0)
-        event.data.fd = descriptor
-        epoll_ctl(epoll, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, descriptor, &event)
+        let token = UInt64(UInt32(bitPattern: descriptor))
+        if add { events.add(descriptor, token: token, writable: writable) } else { events.modify(descriptor, token: token, writable: writable) }
     }
 }

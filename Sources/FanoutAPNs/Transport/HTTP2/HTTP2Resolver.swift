@@ -1,3 +1,4 @@
+import FanoutHTTP2
 import Foundation
 import Synchronization
 
@@ -16,9 +17,9 @@ final class HTTP2Resolver: Sendable {
     }
 
     private let answers = Mutex<[Answer]>([])
-    private let events: HTTP2EventSet
+    private let events: SocketEventSet
 
-    init(events: HTTP2EventSet) { self.events = events }
+    init(events: SocketEventSet) { self.events = events }
 
     func resolve(_ endpoint: HTTP2Endpoint, connection: Int, serial: UInt64) {
         let thread = Thread { [self] in

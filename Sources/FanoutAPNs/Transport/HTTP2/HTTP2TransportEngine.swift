@@ -1,6 +1,6 @@
 import APNsModel
-import CNghttp2
 import FanoutCrypto
+import FanoutHTTP2
 import Foundation
 
 /// The nghttp2 transport's thread state and loop: takes submissions, spreads them over the
@@ -18,8 +18,8 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     let queue: SubmissionQueue
     let counters: APNsClientCounters
     let finished: ShutdownSignal
-    private let events: HTTP2EventSet
-    private let callbacks: HTTP2ClientCallbacks
+    /// The transport's epoll set; `wakeToken` aside, a connection's token is its index + 1.
+    private let events: SocketEventSet
     private let resolver: HTTP2Resolver
     private let sink = HTTP2CompletionSink()
     private let connections: [HTTP2ClientConnection]
@@ -43,21 +43,24 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         } catch {
             throw .transportSetup("\(error)")
         }
-        events = try HTTP2EventSet()
-        callbacks = try HTTP2ClientCallbacks()
+        do {
+            events = try SocketEventSet(capacity: 64)
+        } catch {
+            throw .transportSetup("\(error)")
+        }
         resolver = HTTP2Resolver(events: events)
         readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
         let settings = HTTP2ClientConnection.Settings(endpoint: endpoint, connectTimeout: configuration.connectTimeout,
                                                       requestTimeout: configuration.requestTimeout,
                                                       upkeepInterval: configuration.upkeepInterval, pingTimeout: configuration.pingTimeout)
         let now = ContinuousClock.now
-        connections = (0..<configuration.connections).map { [events, sink, callbacks, resolver, readBuffer] index in
+        connections = (0..<configuration.connections).map { [events, sink, resolver, readBuffer] index in
             HTTP2ClientConnection(
                 index: index,
                 gate: ConnectionGate(streamCap: configuration.maxConcurrentStreamsPerConnection, idleReprobe: nil,
                                      backoffMinimum: configuration.reconnectBackoff.minimum,
                                      backoffMaximum: configuration.reconnectBackoff.maximum, now: now),
-                settings: settings, tlsContext: tlsContext, events: events, sink: sink, callbacks: callbacks,
+                settings: settings, tlsContext: tlsContext, events: events, sink: sink,
                 counters: counters, resolver: resolver, readBuffer: readBuffer)
         }
         dispatcher = Dispatcher(connections: connections, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache)
@@ -166,10 +169,14 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     }
 
     private func poll(timeout: Int32) {
-        events.wait(timeoutMillis: timeout) { token, mask in
+        // An interrupted wait is like a timeout: the loop looks at everything again; a broken set cannot happen
+        // to an epoll descriptor this engine owns and never closes while it runs.
+        _ = events.wait(timeoutMillis: timeout)
+        events.forEachReady { token, ready in
+            guard token != SocketEventSet.wakeToken else { return }
             let index = Int(token) - 1
             guard index >= 0, index < connections.count else { return }
-            connections[index].service(events: mask, now: clock.now)
+            connections[index].service(events: ready, now: clock.now)
         }
     }
 

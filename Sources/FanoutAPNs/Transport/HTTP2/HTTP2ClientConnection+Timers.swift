@@ -1,0 +1,79 @@
+import Foundation
+
+/// Timers: the connect timeout, PING upkeep and its timeout, and request timeouts.
+extension HTTP2ClientConnection {
+    /// Connect timeout, PING upkeep and its timeout, and request timeouts (scanned every 100 ms).
+    func tick(now: ContinuousClock.Instant) {
+        switch state {
+        case .idle:
+            return
+        case .resolving, .connecting, .handshaking:
+            if let connectDeadline, now >= connectDeadline {
+                return fail("connecting to \(settings.endpoint.authority) timed out after \(settings.connectTimeout) (DNS + TCP + TLS)", now: now)
+            }
+        case .ready, .draining:
+            if let pingSentAt {
+                if now - pingSentAt >= settings.pingTimeout {
+                    return fail("no answer to an HTTP/2 PING within \(settings.pingTimeout): connection to \(settings.endpoint.authority) presumed dead",
+                                now: now)
+                }
+            } else if state == .ready, now - lastRead >= settings.upkeepInterval, let session {
+                try? session.submitPing()
+                pingSentAt = now
+                isDirty = true
+            }
+        }
+        guard now >= nextStreamScan, inFlight > 0 else { return }
+        nextStreamScan = now + Self.streamScanInterval
+        var index = 0
+        while index < streams.count {
+            let stream = streams[index]
+            if now >= stream.deadline { timeOut(stream) } else { index += 1 }
+        }
+        // Pending streams wait for the connect, which times out before them unless connectTimeout is the longer one.
+        while let first = pending.first, now >= first.deadline {
+            pending.removeFirst()
+            sink.ended.append((first, .transportFailed("no response within \(settings.requestTimeout) (request timeout)")))
+        }
+    }
+
+    /// The next instant `tick` has work, for the engine's wait: exactly the conditions `tick` checks,
+    /// so a timer in the past is always handled by the next `tick` (the loop never spins on it).
+    func nextTimer(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        var next: ContinuousClock.Instant?
+        func consider(_ instant: ContinuousClock.Instant) { next = min(next ?? instant, instant) }
+        switch state {
+        case .idle: return nil
+        case .resolving, .connecting, .handshaking: if let connectDeadline { consider(connectDeadline) }
+        case .ready, .draining:
+            if let pingSentAt {
+                consider(pingSentAt + settings.pingTimeout)
+            } else if state == .ready {
+                consider(lastRead + settings.upkeepInterval)
+            }
+        }
+        if inFlight > 0 { consider(nextStreamScan) }
+        return next
+    }
+
+    private func timeOut(_ stream: HTTP2Stream) {
+        if let session {
+            session.clearStreamContext(stream.streamID)
+            try? session.submitReset(streamID: stream.streamID, errorCode: .cancel)
+            isDirty = true
+        }
+        removeFromWire(stream)
+        sink.ended.append((stream, .transportFailed("no response within \(settings.requestTimeout) (request timeout)")))
+    }
+
+    func removeFromWire(_ stream: HTTP2Stream) {
+        let slot = stream.slot
+        guard slot >= 0, slot < streams.count, streams[slot] === stream else { return }
+        let last = streams.removeLast()
+        if slot < streams.count {
+            streams[slot] = last
+            last.slot = slot
+        }
+        stream.slot = -1
+    }
+}
