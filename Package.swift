@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "APNsModelTests", dependencies: ["APNsModel"], swiftSettings: strict),
         .testTarget(name: "FanoutCoreTests", dependencies: ["FanoutCore", "APNsModel"], swiftSettings: strict),
         .testTarget(name: "FanoutKafkaTests", dependencies: ["FanoutKafka"], swiftSettings: strict),
+        .testTarget(name: "FanoutHTTP2Tests", dependencies: ["FanoutHTTP2"], swiftSettings: strict),
         .testTarget(name: "FanoutAPNsTests", dependencies: ["FanoutAPNs", "APNsModel", "APNsSimulator", "FanoutCrypto"], swiftSettings: strict),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "APNsModel", "FanoutCrypto"], swiftSettings: strict),
         .testTarget(name: "FanoutWorkerTests",
