@@ -16,6 +16,10 @@ struct HTTP2SessionTests {
         var goAways: [(errorCode: HTTP2ErrorCode, lastStreamID: Int32, debugData: [UInt8])] = []
         var closed: [Int32: HTTP2ErrorCode] = [:]
         var notSent: [Int32: HTTP2Error] = [:]
+        /// The session this recorder listens to, when a test wants `streamContext` seen from the callbacks.
+        var session: HTTP2Session?
+        /// Whether the stream still had its context when it closed.
+        var contextAtClose: [Int32: Bool] = [:]
         /// Stream ends in order: "not sent" or "closed", with the stream id.
         var ends: [String] = []
         var bodies: [Int32: [UInt8]] = [:]
@@ -40,6 +44,7 @@ struct HTTP2SessionTests {
 
         func streamClosed(streamID: Int32, errorCode: HTTP2ErrorCode) {
             closed[streamID] = errorCode
+            if let session { contextAtClose[streamID] = session.streamContext(streamID) != nil }
             ends.append("closed \(streamID)")
         }
 
@@ -125,8 +130,8 @@ struct HTTP2SessionTests {
     }
 
     @Test func settingsPingAndGoAwayArriveAsSwiftValues() throws {
-        let clientSide = Recorder(), serverSide = Recorder()
-        try withExtendedLifetime((clientSide, serverSide)) {
+        let clientSide = Recorder(), serverSide = Recorder(), context = Context()
+        try withExtendedLifetime((clientSide, serverSide, context)) {
             let (client, server) = try Self.pair(clientSide, serverSide)
             try server.submitSettings([HTTP2Setting(.maxConcurrentStreams, 7)])
             try client.submitPing()
@@ -136,7 +141,7 @@ struct HTTP2SessionTests {
             #expect(clientSide.pingAcks == 1)
 
             var headers = Self.request(path: "/a", body: false)
-            let streamID = try client.submitRequest(&headers, hasBody: false, context: Context())
+            let streamID = try client.submitRequest(&headers, hasBody: false, context: context)
             try Self.exchange(client, server)
             #expect(server.lastProcessedStreamID == streamID)
             let debug = Array(#"{"reason":"Shutdown"}"#.utf8)
@@ -151,13 +156,13 @@ struct HTTP2SessionTests {
     }
 
     @Test func resetsCarryTheirErrorCodeAndAnAbandonedBodyResetsTheStream() throws {
-        let clientSide = Recorder(), serverSide = Recorder()
-        try withExtendedLifetime((clientSide, serverSide)) {
+        let clientSide = Recorder(), serverSide = Recorder(), context = Context()
+        try withExtendedLifetime((clientSide, serverSide, context)) {
             let (client, server) = try Self.pair(clientSide, serverSide)
             try Self.exchange(client, server)
 
             var headers = Self.request(path: "/cancelled", body: true)
-            let cancelled = try client.submitRequest(&headers, hasBody: true, context: Context())
+            let cancelled = try client.submitRequest(&headers, hasBody: true, context: context)
             clientSide.bodies[cancelled] = Array("hello".utf8)
             try Self.exchange(client, server)
             try client.submitReset(streamID: cancelled, errorCode: .cancel)
@@ -168,7 +173,7 @@ struct HTTP2SessionTests {
 
             clientSide.abandonBodies = true
             headers = Self.request(path: "/abandoned", body: true)
-            let abandoned = try client.submitRequest(&headers, hasBody: true, context: Context())
+            let abandoned = try client.submitRequest(&headers, hasBody: true, context: context)
             try Self.exchange(client, server)
             #expect(clientSide.closed[abandoned] != nil)
             #expect(clientSide.closed[abandoned] != .noError)
@@ -183,14 +188,19 @@ struct HTTP2SessionTests {
             try Self.exchange(client, server)
             try server.submitGoAway(lastStreamID: 0, errorCode: .noError, debugData: [])
             try Self.exchange(client, server)
+            clientSide.session = client
+            defer { clientSide.session = nil }
             var headers = Self.request(path: "/late", body: false)
-            let streamID = try client.submitRequest(&headers, hasBody: false, context: Context())
-            try Self.exchange(client, server)
+            let context = Context()   // attached unretained: alive until the stream is gone
+            let streamID = try client.submitRequest(&headers, hasBody: false, context: context)
+            try withExtendedLifetime(context) { try Self.exchange(client, server) }
             #expect(clientSide.notSent[streamID] != nil)
             #expect(clientSide.notSent[streamID]?.code == -516)   // NGHTTP2_ERR_START_STREAM_NOT_ALLOWED
             // nghttp2 then closes the stream it had opened for the request, as refused.
             #expect(clientSide.ends == ["not sent \(streamID)", "closed \(streamID)"])
             #expect(clientSide.closed[streamID] == HTTP2ErrorCode(rawValue: 7))   // REFUSED_STREAM
+            // Still attached at that close: a delegate that ends the request on the first notice must detach it there.
+            #expect(clientSide.contextAtClose[streamID] == true)
             #expect(serverSide.began.isEmpty)
         }
     }
