@@ -100,6 +100,10 @@ extension HTTP2ClientConnection: HTTP2SessionDelegate {
     func requestNotSent(streamID: Int32, error: HTTP2Error) {
         // Rare (a GOAWAY raced our requests): a linear search is fine.
         guard let stream = streams.first(where: { $0.streamID == streamID }) else { return }
+        // nghttp2 1.52 still closes this stream afterwards (REFUSED_STREAM, context attached; pinned
+        // in FanoutHTTP2Tests): detach it so that close finds nothing, or the request would end twice
+        // and its pooled HTTP2Stream could be ended again while serving another request.
+        session?.clearStreamContext(streamID)
         removeFromWire(stream)
         if let goAway {
             sink.ended.append((stream, .transportFailed("not sent: the server sent \(goAway); retry on a new connection")))
