@@ -16,6 +16,10 @@ extension WorkerIntegration {
             }
             var configuration = harness.configuration()
             configuration.backpressure.maxPendingPerPartition = 100
+            // This test is about bounded intake, not retry pacing: with the default 5-minute cap, a
+            // target that failed through a long outage on a loaded machine may wait longer than the
+            // recovery check below before its next (jittered) retry.
+            configuration.engine.backoffCap = .seconds(4)
             let batch = 20
             let worker = try harness.makeWorker(name: "bp", configuration: configuration, maxPollRecords: batch)
             let now = Date().timeIntervalSince1970
