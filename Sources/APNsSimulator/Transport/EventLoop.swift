@@ -200,13 +200,22 @@ final class EventLoop: @unchecked Sendable {
     private func open(_ descriptor: Int32, kind: ListenerKind) {
         nextSerial += 1
         let serial = (UInt64(index) << 48) | nextSerial
+        let tls: TLSConnection
         do {
-            let tls = try tlsContext.makeConnection(socket: descriptor)
+            tls = try tlsContext.makeConnection(socket: descriptor)
+        } catch {
+            close(descriptor)
+            engine.state.withLock { $0.connectionsOpen -= 1 }
+            return
+        }
+        do {
             let connection = try ServerConnection(descriptor: descriptor, serial: serial, kind: kind, tls: tls, engine: engine, loop: self)
             connections[descriptor] = connection
             watch(descriptor, writable: false, add: true)
         } catch {
-            close(descriptor)
+            // The connection owned the descriptor from its first line: its deinit (which runs when an
+            // initializer throws after every property is set) already closed it. Closing it here
+            // again could close a descriptor another connection has been given since.
             engine.state.withLock { $0.connectionsOpen -= 1 }
         }
     }
