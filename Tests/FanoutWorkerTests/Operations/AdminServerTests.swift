@@ -10,7 +10,7 @@ import Testing
 @testable import FanoutWorker
 
 /// A raw HTTP/1.1 exchange over loopback: sends `request` bytes, reads until the server closes.
-func rawExchange(port: Int, _ request: [UInt8]) throws -> String {
+func rawExchange(port: Int, host: String = "127.0.0.1", _ request: [UInt8]) throws -> String {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     try #require(fd >= 0)
     defer { close(fd) }
@@ -19,7 +19,7 @@ func rawExchange(port: Int, _ request: [UInt8]) throws -> String {
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = UInt16(port).bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_addr.s_addr = inet_addr(host)
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
@@ -40,20 +40,20 @@ func rawExchange(port: Int, _ request: [UInt8]) throws -> String {
     return String(decoding: response, as: UTF8.self)
 }
 
-func canConnect(port: Int) -> Bool {
+func canConnect(port: Int, host: String = "127.0.0.1") -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = UInt16(port).bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_addr.s_addr = inet_addr(host)
     return withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     } == 0
 }
 
-func get(port: Int, _ path: String, method: String = "GET") throws -> (status: Int, headers: String, body: String) {
-    let text = try rawExchange(port: port, Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+func get(port: Int, host: String = "127.0.0.1", _ path: String, method: String = "GET") throws -> (status: Int, headers: String, body: String) {
+    let text = try rawExchange(port: port, host: host, Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
     let parts = text.components(separatedBy: "\r\n\r\n")
     let statusLine = parts[0].prefix { $0 != "\r" }
     let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? -1
@@ -181,16 +181,22 @@ final class Fixture: Sendable {
     }
 
     @Test func stopReleasesThePortAndStartTwiceFails() throws {
-        let fixture = Fixture()
-        let port = try fixture.server.start()
-        #expect(throws: AdminServer.StartError.self) { try fixture.server.start() }
-        fixture.server.stop()
-        fixture.server.stop()  // idempotent
-        #expect(!canConnect(port: port))
+        // A loopback address of its own (all of 127/8 is loopback on Linux): on 127.0.0.1 the port this
+        // test frees is an ephemeral port that a parallel test's listener or outgoing connection can take
+        // in the instant between stop and the rebind (CI failed that way once).
+        let host = "127.77.\(UInt8.random(in: 1...254)).\(UInt8.random(in: 1...254))"
+        let routes = AdminRoutes(metrics: { "" }, readiness: { .ready }, target: { _ in nil })
+        let server = AdminServer(host: host, port: 0, routes: routes)
+        let port = try server.start()
+        #expect(try get(port: port, host: host, "/healthz").status == 200)
+        #expect(throws: AdminServer.StartError.self) { try server.start() }
+        server.stop()
+        server.stop()  // idempotent
+        #expect(!canConnect(port: port, host: host))
         // The same port can be bound again right away.
-        let again = AdminServer(host: "127.0.0.1", port: port, routes: AdminRoutes(metrics: { "" }, readiness: { .ready }, target: { _ in nil }))
+        let again = AdminServer(host: host, port: port, routes: routes)
         #expect(try again.start() == port)
-        #expect(try get(port: port, "/healthz").status == 200)
+        #expect(try get(port: port, host: host, "/healthz").status == 200)
         again.stop()
     }
 
