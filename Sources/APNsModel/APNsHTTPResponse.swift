@@ -10,7 +10,8 @@ public struct APNsHTTPResponse: Sendable, Hashable {
     public var channelID: String?
     public var retryAfterSeconds: Int?
     public var body: [UInt8]
-    /// Connect/TLS/reset/GOAWAY/timeout description when no HTTP response arrived.
+    /// Connect/TLS/reset/GOAWAY/timeout description when no HTTP response arrived; beside a status, a note
+    /// on what went wrong reading it (a body over the limit, cut short).
     public var transportFailure: String?
 
     public init(status: Int?, apnsID: String? = nil, apnsUniqueID: String? = nil, apnsRequestID: String? = nil,
@@ -49,7 +50,7 @@ public struct APNsHTTPResponse: Sendable, Hashable {
         let outcome = APNsResponseClassifier.classify(status: status, reason: reason, timestampMillis: timestamp,
                                                       retryAfter: retryAfterSeconds.map { .seconds($0) })
         return APNsResult(status: status, reason: reason, apnsID: apnsID ?? apnsRequestID, apnsUniqueID: apnsUniqueID,
-                          timestampMillis: timestamp, outcome: outcome, transportFailure: nil)
+                          timestampMillis: timestamp, outcome: outcome, transportFailure: transportFailure)
     }
 }
 
@@ -67,7 +68,8 @@ public struct APNsResult: Sendable, Hashable {
     public var timestampMillis: Int64?
     /// The single classification every part of Fanout acts on.
     public var outcome: SendOutcome
-    /// Set when no HTTP response arrived.
+    /// Why no HTTP response arrived (status nil); beside a status, a note on reading the response (e.g. its
+    /// body was over the limit and cut short), kept so the worker can log it.
     public var transportFailure: String?
 
     public init(status: Int?, reason: APNsReason?, apnsID: String?, apnsUniqueID: String?, timestampMillis: Int64?,

@@ -100,5 +100,13 @@ import APNsModel
         let transport = APNsHTTPResponse(status: nil, transportFailure: "GOAWAY").result()
         #expect(transport.status == nil)
         #expect(transport.outcome == .retry(reason: "GOAWAY", status: nil, after: nil))
+        #expect(transport.transportFailure == "GOAWAY")
+        #expect(result.transportFailure == nil)
+
+        // A response whose body was cut short keeps its status, its class and the note saying so.
+        let cut = APNsHTTPResponse(status: 500, body: Array("<html>".utf8), transportFailure: "body over 1 MiB, cut short").result()
+        #expect(cut.status == 500)
+        #expect(Self.classOf(cut.outcome) == .retry)
+        #expect(cut.transportFailure == "body over 1 MiB, cut short")
     }
 }

@@ -137,6 +137,10 @@ extension WorkerCore {
             }
             state.engine.complete(send.sendID, outcome: outcome, now: now, into: &actions)
         }
+        if let result, let status = result.status, let note = result.transportFailure {
+            log.warning("APNs response was not read whole", ["key": .string(send.target), "lane": .string(lane),
+                                                             "status": .int(status), "note": .string(note)])
+        }
         if let started, log.isEnabled(.trace) {
             let elapsed = Nanoseconds(ContinuousClock.now - started)
             log.trace("send completed", ["key": .string(send.target), "lane": .string(lane), "started_ns": .int(now - elapsed),
@@ -181,7 +185,7 @@ extension WorkerCore {
 
     private static func reasonLabel(_ outcome: SendOutcome, result: APNsResult?) -> String {
         if let reason = result?.reason { return reason.rawValue }
-        if result?.transportFailure != nil { return "transport" }
+        if let result, result.status == nil, result.transportFailure != nil { return "transport" }
         switch outcome {
         case .delivered: return "none"
         case .tokenGone(let reason, _, _), .retry(let reason, _, _), .badPayload(let reason, _), .configError(let reason, _):
