@@ -244,7 +244,8 @@ final class IntakeService: Sendable {
         }
     }
 
-    /// Forgets a partition's lag bookkeeping and zeroes its gauge (revoked or lost).
+    /// Forgets a partition's lag bookkeeping and removes its gauge (revoked or lost): the new owner
+    /// exports it, and a dashboard summing lag over workers must not count it twice or as zero.
     private func forgetLag(_ partitions: [TopicPartition]) {
         state.withLock { state in
             for partition in partitions {
@@ -252,7 +253,7 @@ final class IntakeService: Sendable {
                 state.committedAt[partition] = nil
             }
         }
-        for partition in partitions { core.metrics.consumerLag.labels(partition.topic, String(partition.partition)).set(0) }
+        for partition in partitions { core.metrics.consumerLag.remove(partition.topic, String(partition.partition)) }
     }
 
     private func applyBackpressure() {

@@ -189,6 +189,13 @@ struct ExpositionParser {
         #expect(parsed.value("fanout_apns_latency_seconds_bucket", ["lane": "activity", "le": "0.01"]) == 0)
         #expect(parsed.value("fanout_consumer_lag", ["topic": "activity-updates", "partition": "3"]) == 17)
         #expect(parsed.value("fanout_token_registry_size") == 1234)
+        // A revoked partition's lag series goes away rather than lingering at a stale value.
+        metrics.consumerLag.labels("activity-updates", "4").set(5)
+        metrics.consumerLag.remove("activity-updates", "3")
+        let afterRevoke = try ExpositionParser(metrics.registry.render())
+        #expect(afterRevoke.value("fanout_consumer_lag", ["topic": "activity-updates", "partition": "3"]) == nil)
+        #expect(afterRevoke.value("fanout_consumer_lag", ["topic": "activity-updates", "partition": "4"]) == 5)
+        #expect(afterRevoke.type["fanout_consumer_lag"] != nil)
         // Every family has HELP and TYPE, even before it has samples.
         for name in ["fanout_dead_letters_total", "fanout_paused_partitions", "fanout_app_blocked", "fanout_jwt_refreshes_total"] {
             #expect(parsed.type[name] != nil, "\(name) missing TYPE")

@@ -39,6 +39,13 @@ public final class MetricFamily<Metric: Sendable>: Sendable {
         }
     }
 
+    /// Drops the child for these label values (a partition this worker no longer owns), so the series
+    /// disappears from the exposition instead of lingering at a stale value. A handle still held keeps
+    /// working but is no longer exported.
+    public func remove(_ values: String...) {
+        _ = children.withLock { $0.removeValue(forKey: values) }
+    }
+
     /// Children sorted by label values, for stable output.
     func snapshot() -> [([String], Metric)] {
         children.withLock { children in children.map { ($0.key, $0.value) } }
