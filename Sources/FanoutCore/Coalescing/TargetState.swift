@@ -52,6 +52,9 @@ struct TargetState: Sendable {
     var incarnation: UInt32
     var sends: UInt32 = 0
     var deliveries: UInt32 = 0
+    /// Listed in its lane's `outageBackoffs` (backed off by a lane-wide failure, re-armed on recovery).
+    /// Here, not with the other flags: it fits the padding before `lastOutcome` (the record stays 8 bytes shorter).
+    var outageListed = false
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
     var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0

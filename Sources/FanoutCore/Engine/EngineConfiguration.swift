@@ -29,6 +29,11 @@ public struct EngineConfiguration: Sendable {
     /// Retry backoff per target: full jitter over `min(cap, base * 2^(attempt-1))`.
     public var backoffBase: Nanoseconds = .milliseconds(500)
     public var backoffCap: Nanoseconds = .minutes(5)
+    /// When APNs answers a lane again after an outage (a send of that lane is delivered or otherwise
+    /// answered over HTTP), targets of the lane backed off by transport failures or 5xx are re-armed
+    /// to retry at a uniformly random point within this window, instead of each waiting out a backoff
+    /// that may have grown to `backoffCap`. 0 retries them all at once. A retry-after APNs gave stays a floor.
+    public var recoveryRamp: Nanoseconds = .seconds(10)
     /// How often a paused app (configuration error) is probed with one send.
     public var configProbeInterval: Nanoseconds = .seconds(60)
 
@@ -76,6 +81,7 @@ extension EngineConfiguration {
         try require(dedupeWindowPerPartition >= 0, "dedupe_window", "must not be negative (0 turns id-based duplicate detection off)")
         try require(backoffBase > 0, "backoff_base", "must be positive")
         try require(backoffCap >= backoffBase, "backoff_cap", "must be at least backoff_base")
+        try require(recoveryRamp >= 0, "recovery_ramp", "must not be negative (0 retries every backed-off target at once)")
         try require(configProbeInterval > 0, "config_probe_interval", "must be positive: a paused app is probed this often")
         try require(maxIncompletePerPartition > 1, "max_pending_per_partition", "must be above 1")
         try require(maxInFlightPerPartition > 1, "max_in_flight_per_partition", "must be above 1")

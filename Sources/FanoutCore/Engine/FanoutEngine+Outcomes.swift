@@ -55,8 +55,11 @@ extension FanoutEngine {
                        detail: "APNs \(status) \(reason)", target: targets[index].key, app: apps[Int(appIndex)], into: &actions)
             configurationWorks(appIndex, send: sendID, now: now, into: &actions)
 
-        case let .retry(_, _, after):
+        case let .retry(_, status, after):
             backOff(index, suggested: after.map { Nanoseconds($0) }, now: now)
+            // Lane-wide failures (no HTTP answer, 5xx) without a retry-after: recovered early when the
+            // lane answers again. A 429 is about this token or topic and keeps its own backoff.
+            if after == nil, status.map({ $0 >= 500 }) ?? true { listOutageBackoff(index, now: now) }
             requeue(send.update, slot: send.slot, into: &actions)
             if send.isProbe { probeFailed(appIndex, now: now) }
 
@@ -77,6 +80,48 @@ extension FanoutEngine {
             }
         }
         evaluate(send.slot, now: now, into: &actions)
+        switch outcome {
+        case .delivered, .tokenGone, .badPayload:
+            // APNs answered this lane over HTTP: it is reachable again.
+            let lane = targets[index].lane.slot
+            if !outageBackoffs[lane].isEmpty { recoverLane(lane, now: now, into: &actions) }
+        case .retry, .refreshAuth, .configError:
+            break
+        }
+    }
+
+    /// Remembers a target backed off by a lane-wide failure, once, when its backoff reaches past the ramp.
+    private mutating func listOutageBackoff(_ index: Int, now: Nanoseconds) {
+        guard !targets[index].outageListed, targets[index].backoffUntil > now + configuration.recoveryRamp else { return }
+        let lane = targets[index].lane.slot
+        let liveTargets = targets.count - freeSlots.count
+        if outageBackoffs[lane].count >= liveTargets + 1024 {
+            // Entries of targets freed since they were listed: drop them (amortized, the list at most doubles).
+            outageBackoffs[lane].removeAll { entry in
+                !(targets[Int(entry.slot)].live && targets[Int(entry.slot)].incarnation == entry.incarnation
+                  && targets[Int(entry.slot)].outageListed)
+            }
+        }
+        targets[index].outageListed = true
+        outageBackoffs[lane].append((Int32(index), targets[index].incarnation))
+    }
+
+    /// The lane answers again: every target it backed off for the outage retries within `recoveryRamp`
+    /// (uniformly spread, so the recovered service is not hit by all of them at once), unless its own
+    /// backoff ends sooner. min_interval, the budget and the one-send-in-flight rule still apply.
+    private mutating func recoverLane(_ lane: Int, now: Nanoseconds, into actions: inout [EngineAction]) {
+        let listed = outageBackoffs[lane]
+        outageBackoffs[lane].removeAll(keepingCapacity: true)
+        let ramp = configuration.recoveryRamp
+        for entry in listed {
+            let index = Int(entry.slot)
+            guard targets[index].live, targets[index].incarnation == entry.incarnation, targets[index].outageListed else { continue }
+            targets[index].outageListed = false
+            let retryAt = now + (ramp > 0 ? Int64(random.next() % UInt64(ramp + 1)) : 0)
+            guard retryAt < targets[index].backoffUntil else { continue }
+            targets[index].backoffUntil = retryAt
+            evaluate(entry.slot, now: now, into: &actions)
+        }
     }
 
     /// Exponential backoff with full jitter, capped; APNs's suggested delay is a floor.

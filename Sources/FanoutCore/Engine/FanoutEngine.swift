@@ -37,6 +37,10 @@ public struct FanoutEngine: Sendable {
     var profiles: [MeaningProfile]
     var profileIndexByType: [String: UInt16] = [:]
     var paused: [UInt16: PausedApp] = [:]
+    /// Per lane (`Lane.slot`): targets backed off by a transport failure or 5xx, as (slot, incarnation),
+    /// re-armed when APNs answers that lane again. At most one live entry per target (`outageListed`);
+    /// entries of freed targets are skipped and compacted away.
+    var outageBackoffs: [[(slot: Int32, incarnation: UInt32)]] = [[], []]
     var random: SeededRandom
     var nextSendID: UInt64 = 1
     var nextResolutionID: UInt64 = 1

@@ -4,6 +4,9 @@ public enum Lane: String, Sendable, Hashable, CaseIterable {
     case activity
     /// `broadcast-updates`: `/4/broadcasts/apps/<bundle>`, keyed by channel id.
     case broadcast
+
+    /// Index of per-lane arrays in the engine.
+    var slot: Int { self == .activity ? 0 : 1 }
 }
 
 public enum EventKind: String, Sendable, Hashable, CaseIterable {

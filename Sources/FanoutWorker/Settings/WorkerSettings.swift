@@ -71,6 +71,7 @@ struct WorkerSettings: Sendable {
         e.defaultStaleAfterSeconds = seconds(c.engine.defaultStaleAfter)
         e.tokenWait = nanoseconds(c.engine.tokenWait)
         e.backoffCap = max(nanoseconds(c.engine.backoffCap), e.backoffBase)
+        e.recoveryRamp = nanoseconds(c.engine.recoveryRamp)
         // The configuration's window is per target; the engine keeps one window per partition, so
         // it never gets smaller than the engine's own default.
         e.dedupeWindowPerPartition = max(c.engine.dedupeWindow, e.dedupeWindowPerPartition)

@@ -36,6 +36,75 @@ import Testing
         #expect(h.actions.sends.count == 13)
     }
 
+    /// After an outage, backed-off targets must not each wait out a backoff that grew toward the cap:
+    /// once APNs answers their lane, they retry within `recoveryRamp`. A 429, a retry-after and the
+    /// other lane keep their own backoff.
+    @Test func outageBackoffsAreReArmedWithinTheRampOnceTheLaneAnswers() throws {
+        var configuration = EngineConfiguration()
+        configuration.backoffBase = 300 * sec
+        configuration.backoffCap = 300 * sec
+        configuration.recoveryRamp = 10 * sec
+        var h = Harness(configuration: configuration)
+        let keys = (0..<40).map { "job-\($0)" }
+        for (i, key) in keys.enumerated() {
+            h.register(String(repeating: "c3", count: 31) + String(format: "%02x", i), key: key, at: 1)
+        }
+        var first: [String: SendRequest] = [:]
+        for key in keys + ["throttled", "told-to-wait"] {
+            if key.hasPrefix("job") == false {
+                h.register(String(repeating: key == "throttled" ? "d4" : "e5", count: 32), key: key, at: 1)
+            }
+            let send = try #require(h.feed(makeEvent("\(key)-1", target: key, timestamp: 100)).sends.first)
+            first[key] = send
+        }
+        let channel = try #require(h.feed(makeEvent("b1", target: "Y2hhbm5lbA==", timestamp: 100, lane: .broadcast),
+                                           partition: broadcastPartition).sends.first)
+        for key in keys { h.complete(first[key]!, .retry(reason: "connection refused", status: nil, after: nil)) }
+        h.complete(first["throttled"]!, .retry(reason: "TooManyRequests", status: 429, after: nil))
+        h.complete(first["told-to-wait"]!, .retry(reason: "ServiceUnavailable", status: 503, after: .seconds(120)))
+        h.complete(channel, .retry(reason: "InternalServerError", status: 500, after: nil))
+        func backoff(_ key: String, lane: Lane = .activity) -> Nanoseconds? {
+            h.engine.snapshot(lane: lane, target: key, now: h.now)?.backoffUntil
+        }
+        let throttledUntil = try #require(backoff("throttled"))
+        let channelUntil = try #require(backoff("Y2hhbm5lbA==", lane: .broadcast))
+        let listed = keys.filter { (backoff($0) ?? 0) > h.now + 10 * sec }
+        // Still down a minute later: nothing was re-armed early (those whose backoff ended retried, still in flight).
+        h.advance(60 * sec)
+        #expect(h.actions.sends.count == 43 + keys.filter { !listed.contains($0) || backoff($0) == nil }.count
+                + (throttledUntil <= h.now ? 1 : 0) + (channelUntil <= h.now ? 1 : 0))
+        let waitingLong = keys.filter { (backoff($0) ?? 0) > h.now + 10 * sec }
+        #expect(waitingLong.count > 20, "full jitter over 300 s leaves most targets waiting past the ramp")
+        let start = h.actions.sends.count
+        // APNs is back: a new activity's first send is delivered.
+        h.register(String(repeating: "f6", count: 32), key: "new", at: 1)
+        let probe = try #require(h.feed(makeEvent("new-1", target: "new", timestamp: 100)).sends.first)
+        h.complete(probe)
+        for key in waitingLong {
+            let until = try #require(backoff(key), "\(key) re-armed")
+            #expect(until <= h.now + 10 * sec)
+        }
+        // Spread over the ramp, second by second, not sent in one burst.
+        var perSecond: [Int] = []
+        for _ in 0..<10 {
+            let before = h.actions.sends.count
+            h.advance(sec)
+            perSecond.append(h.actions.sends[before...].filter { waitingLong.contains($0.target) }.count)
+        }
+        let retried = h.actions.sends[start...].map(\.target)
+        #expect(Set(retried).isSuperset(of: waitingLong))
+        #expect(retried.filter { waitingLong.contains($0) }.count == waitingLong.count, "one retry each")
+        #expect(perSecond.max()! <= waitingLong.count / 2, "\(perSecond)")
+        #expect(!retried.contains("told-to-wait"), "a retry-after stays a floor")
+        if throttledUntil > h.now {
+            #expect(!retried.contains("throttled") && backoff("throttled") == throttledUntil, "a 429 keeps its backoff")
+        }
+        if channelUntil > h.now {
+            #expect(!retried.contains("Y2hhbm5lbA==") && backoff("Y2hhbm5lbA==", lane: .broadcast) == channelUntil,
+                    "the broadcast lane did not answer")
+        }
+    }
+
     @Test func badPayloadIsDeadLetteredAndOffsetsCompleteAfterResolve() throws {
         var h = Harness()
         let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)

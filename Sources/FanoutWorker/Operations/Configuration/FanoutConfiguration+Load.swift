@@ -265,12 +265,14 @@ extension FanoutConfiguration {
         let tokenWait = r.duration("token_wait", default: .seconds(30), range: .zero...(.seconds(3600)))
         let backoffCap = r.duration("backoff_cap", default: .seconds(300), range: .seconds(1)...(.seconds(3600)),
                                     why: " (retries back off exponentially from 500ms up to this, with full jitter)")
+        let recoveryRamp = r.duration("recovery_ramp", default: .seconds(10), range: .zero...(.seconds(600)),
+                                      why: " (after an outage, backed-off targets retry spread over this window once APNs answers again)")
         let dedupe = r.int("dedupe_window", default: 64, range: 1...100_000)
         let maxEvent = r.int("max_event_bytes", default: 65_536, range: 1024...(16 * 1024 * 1024), unit: " bytes")
         r.finish()
         return Engine(standard: standard, frequent: frequent, broadcast: broadcast, pushToStart: pushToStart,
                       maxQuiet: maxQuiet, minProgressDelta: delta, progressFields: progress, defaultStaleAfter: stale,
-                      tokenWait: tokenWait, backoffCap: backoffCap, dedupeWindow: dedupe, maxEventBytes: maxEvent)
+                      tokenWait: tokenWait, backoffCap: backoffCap, recoveryRamp: recoveryRamp, dedupeWindow: dedupe, maxEventBytes: maxEvent)
     }
 
     private static func readBackpressure(_ r: ConfigReader) -> Backpressure {

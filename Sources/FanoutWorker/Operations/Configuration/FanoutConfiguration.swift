@@ -150,6 +150,9 @@ public struct FanoutConfiguration: Sendable, Equatable {
         /// Ceiling of a target's retry backoff after 429/5xx/transport failures (exponential from
         /// 500 ms, full jitter; APNs's retry-after still applies as a floor).
         public var backoffCap: Duration
+        /// After an outage, targets backed off by transport failures or 5xx retry within this window of
+        /// the first answer from APNs on their lane (spread uniformly), not after their own backoff.
+        public var recoveryRamp: Duration
         /// Recent event ids remembered per target to drop duplicates.
         public var dedupeWindow: Int
         public var maxEventBytes: Int
