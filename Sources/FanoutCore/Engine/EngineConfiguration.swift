@@ -33,6 +33,8 @@ public struct EngineConfiguration: Sendable {
     /// answered over HTTP), targets of the lane backed off by transport failures or 5xx are re-armed
     /// to retry at a uniformly random point within this window, instead of each waiting out a backoff
     /// that may have grown to `backoffCap`. 0 retries them all at once. A retry-after APNs gave stays a floor.
+    /// During the outage each lane keeps one retry due at least every `max(recoveryRamp, 1 s)` (a probe),
+    /// so the recovery is noticed even when every backoff grew long.
     public var recoveryRamp: Nanoseconds = .seconds(10)
     /// How often a paused app (configuration error) is probed with one send.
     public var configProbeInterval: Nanoseconds = .seconds(60)

@@ -90,10 +90,19 @@ extension FanoutEngine {
         }
     }
 
-    /// Remembers a target backed off by a lane-wide failure, once, when its backoff reaches past the ramp.
+    /// A target backed off by a lane-wide failure. The lane keeps one retry due at least every
+    /// `max(recoveryRamp, 1 s)` (a probe), so recovery is noticed even when every backoff grew long; and
+    /// the target is remembered, once, to be re-armed on recovery when its backoff reaches past the ramp.
     private mutating func listOutageBackoff(_ index: Int, now: Nanoseconds) {
-        guard !targets[index].outageListed, targets[index].backoffUntil > now + configuration.recoveryRamp else { return }
         let lane = targets[index].lane.slot
+        let probeEvery = max(configuration.recoveryRamp, .seconds(1))
+        if targets[index].backoffUntil <= now + probeEvery {
+            laneRetryDueBy[lane] = max(laneRetryDueBy[lane], targets[index].backoffUntil)
+        } else if laneRetryDueBy[lane] <= now {
+            targets[index].backoffUntil = now + probeEvery
+            laneRetryDueBy[lane] = now + probeEvery
+        }
+        guard !targets[index].outageListed, targets[index].backoffUntil > now + configuration.recoveryRamp else { return }
         let liveTargets = targets.count - freeSlots.count
         if outageBackoffs[lane].count >= liveTargets + 1024 {
             // Entries of targets freed since they were listed: drop them (amortized, the list at most doubles).

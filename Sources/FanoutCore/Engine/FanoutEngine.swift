@@ -41,6 +41,8 @@ public struct FanoutEngine: Sendable {
     /// re-armed when APNs answers that lane again. At most one live entry per target (`outageListed`);
     /// entries of freed targets are skipped and compacted away.
     var outageBackoffs: [[(slot: Int32, incarnation: UInt32)]] = [[], []]
+    /// Per lane: a retry of the lane is due by then (a natural short backoff, or a probe).
+    var laneRetryDueBy: [Nanoseconds] = [.min, .min]
     var random: SeededRandom
     var nextSendID: UInt64 = 1
     var nextResolutionID: UInt64 = 1

@@ -57,22 +57,28 @@ import Testing
             let send = try #require(h.feed(makeEvent("\(key)-1", target: key, timestamp: 100)).sends.first)
             first[key] = send
         }
-        let channel = try #require(h.feed(makeEvent("b1", target: "Y2hhbm5lbA==", timestamp: 100, lane: .broadcast),
+        // The broadcast lane fails too; its first failure becomes that lane's probe (retry within 10 s).
+        let channels = ["Y2hhbm5lbEE=", "Y2hhbm5lbEI="]
+        for (i, channel) in channels.enumerated() {
+            let send = try #require(h.feed(makeEvent("b\(i)", target: channel, timestamp: 100, lane: .broadcast),
                                            partition: broadcastPartition).sends.first)
+            h.complete(send, .retry(reason: "InternalServerError", status: 500, after: nil))
+        }
         for key in keys { h.complete(first[key]!, .retry(reason: "connection refused", status: nil, after: nil)) }
         h.complete(first["throttled"]!, .retry(reason: "TooManyRequests", status: 429, after: nil))
         h.complete(first["told-to-wait"]!, .retry(reason: "ServiceUnavailable", status: 503, after: .seconds(120)))
-        h.complete(channel, .retry(reason: "InternalServerError", status: 500, after: nil))
         func backoff(_ key: String, lane: Lane = .activity) -> Nanoseconds? {
             h.engine.snapshot(lane: lane, target: key, now: h.now)?.backoffUntil
         }
+        #expect(backoff(keys[0]) == h.now + 10 * sec, "the activity lane's first outage failure is its probe")
+        #expect(backoff(channels[0], lane: .broadcast) == h.now + 10 * sec, "and the broadcast lane's")
         let throttledUntil = try #require(backoff("throttled"))
-        let channelUntil = try #require(backoff("Y2hhbm5lbA==", lane: .broadcast))
+        let channelUntil = try #require(backoff(channels[1], lane: .broadcast))
         let listed = keys.filter { (backoff($0) ?? 0) > h.now + 10 * sec }
         // Still down a minute later: nothing was re-armed early (those whose backoff ended retried, still in flight).
         h.advance(60 * sec)
-        #expect(h.actions.sends.count == 43 + keys.filter { !listed.contains($0) || backoff($0) == nil }.count
-                + (throttledUntil <= h.now ? 1 : 0) + (channelUntil <= h.now ? 1 : 0))
+        #expect(h.actions.sends.count == 44 + keys.filter { !listed.contains($0) || backoff($0) == nil }.count
+                + (throttledUntil <= h.now ? 1 : 0) + (channelUntil <= h.now ? 2 : 1))
         let waitingLong = keys.filter { (backoff($0) ?? 0) > h.now + 10 * sec }
         #expect(waitingLong.count > 20, "full jitter over 300 s leaves most targets waiting past the ramp")
         let start = h.actions.sends.count
@@ -100,9 +106,31 @@ import Testing
             #expect(!retried.contains("throttled") && backoff("throttled") == throttledUntil, "a 429 keeps its backoff")
         }
         if channelUntil > h.now {
-            #expect(!retried.contains("Y2hhbm5lbA==") && backoff("Y2hhbm5lbA==", lane: .broadcast) == channelUntil,
+            #expect(!retried.contains(channels[1]) && backoff(channels[1], lane: .broadcast) == channelUntil,
                     "the broadcast lane did not answer")
         }
+    }
+
+    /// However long every backoff grew, a lane in an outage keeps one retry due per `recoveryRamp`, so
+    /// the recovery is noticed within that, not after the longest backoff.
+    @Test func aLaneInAnOutageKeepsProbing() throws {
+        var configuration = EngineConfiguration()
+        configuration.backoffBase = 300 * sec
+        configuration.backoffCap = 300 * sec
+        configuration.recoveryRamp = 5 * sec
+        var h = Harness(configuration: configuration)
+        var send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        for _ in 0..<6 {
+            h.complete(send, .retry(reason: "connection reset", status: nil, after: nil))
+            #expect(try #require(h.engine.nextDeadline()) - h.now <= 5 * sec)
+            h.advance(5 * sec)
+            send = try #require(h.actions.sends.last)
+        }
+        #expect(h.actions.sends.count == 7)
+        // A 429 is about this token: it is not a lane probe and keeps its full backoff.
+        h.complete(send, .retry(reason: "TooManyRequests", status: 429, after: nil))
+        let until = h.engine.snapshot(lane: .activity, target: "export-42", now: h.now)?.backoffUntil
+        #expect(until != h.now + 5 * sec, "full jitter over 300 s, not the probe's 5 s")
     }
 
     @Test func badPayloadIsDeadLetteredAndOffsetsCompleteAfterResolve() throws {
