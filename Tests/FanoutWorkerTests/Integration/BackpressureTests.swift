@@ -6,7 +6,9 @@ import Testing
 extension WorkerIntegration {
     @Suite struct Backpressure {
         /// Constant input while APNs is down: intake pauses at the per-partition bound instead of
-        /// reading everything into memory, then drains and commits everything after recovery.
+        /// reading everything into memory, then drains and commits everything after recovery — with the
+        /// default 5-minute backoff cap: the lane's probe notices the recovery and the backed-off targets
+        /// retry within `recovery_ramp`, not after their own backoff.
         @Test func outageIsBoundedByPausingPartitions() async throws {
             let harness = try IntegrationHarness(partitions: 2)
             let keys = (0..<20).map { "bp-\($0)" }
@@ -16,10 +18,7 @@ extension WorkerIntegration {
             }
             var configuration = harness.configuration()
             configuration.backpressure.maxPendingPerPartition = 100
-            // This test is about bounded intake, not retry pacing: with the default 5-minute cap, a
-            // target that failed through a long outage on a loaded machine may wait longer than the
-            // recovery check below before its next (jittered) retry.
-            configuration.engine.backoffCap = .seconds(4)
+            #expect(configuration.engine.backoffCap == .seconds(300) && configuration.engine.recoveryRamp == .seconds(10))
             let batch = 20
             let worker = try harness.makeWorker(name: "bp", configuration: configuration, maxPollRecords: batch)
             let now = Date().timeIntervalSince1970

@@ -233,6 +233,18 @@ extension ConfigurationTests {
         let error = try #require(loadError(try fixture.file(#""engine": {"backoff_cap": "0s"}"#)))
         #expect(error.issues.map(\.key) == ["engine.backoff_cap"])
     }
+
+    @Test func recoveryRampReachesTheEngine() throws {
+        let fixture = try ConfigFixture()
+        let defaults = try FanoutConfiguration.load(path: try fixture.file(), environment: [:])
+        #expect(WorkerSettings(configuration: defaults, options: WorkerOptions()).engine.recoveryRamp == Nanoseconds.seconds(10))
+        let config = try FanoutConfiguration.load(path: try fixture.file(#""engine": {"recovery_ramp": "2s"}"#), environment: [:])
+        #expect(WorkerSettings(configuration: config, options: WorkerOptions()).engine.recoveryRamp == Nanoseconds.seconds(2))
+        let zero = try FanoutConfiguration.load(path: try fixture.file(), environment: ["FANOUT_ENGINE__RECOVERY_RAMP": "0s"])
+        #expect(WorkerSettings(configuration: zero, options: WorkerOptions()).engine.recoveryRamp == 0)
+        let error = try #require(loadError(try fixture.file(#""engine": {"recovery_ramp": "1h"}"#)))
+        #expect(error.issues.map(\.key) == ["engine.recovery_ramp"])
+    }
 }
 
 @Suite struct ConfigurationValidationTests {
