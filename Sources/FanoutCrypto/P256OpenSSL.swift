@@ -43,6 +43,23 @@ enum P256OpenSSL {
     }
 
     /// Checks that `pkey` is an EC key on P-256.
+    /// Reads one PEM key with `read` (PEM_read_bio_PrivateKey or PEM_read_bio_PUBKEY) and checks it is
+    /// EC P-256. The caller owns the returned EVP_PKEY; on a throw nothing is left to free.
+    static func loadP256PEM(_ pem: String, read: (OpaquePointer) -> OpaquePointer?) throws -> OpaquePointer {
+        guard pem.contains("-----BEGIN") else { throw P256KeyError.notPEM(detail: "no '-----BEGIN' line") }
+        let loaded: OpaquePointer = try withReadBIO(Array(pem.utf8)) { bio in
+            guard let key = read(bio) else { throw P256KeyError.notPEM(detail: drainErrors()) }
+            return key
+        }
+        do {
+            try requireP256(loaded)
+        } catch {
+            EVP_PKEY_free(loaded)
+            throw error
+        }
+        return loaded
+    }
+
     static func requireP256(_ pkey: OpaquePointer) throws {
         let baseID = EVP_PKEY_get_base_id(pkey)
         guard baseID == EVP_PKEY_EC else {

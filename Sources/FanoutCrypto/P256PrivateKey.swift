@@ -18,21 +18,7 @@ public final class P256PrivateKey: @unchecked Sendable {
     /// Loads a PEM private key (PKCS#8 `.p8` as Apple issues it; SEC1 `EC PRIVATE KEY` is accepted too).
     /// Throws `P256KeyError` for anything that is not an EC P-256 private key.
     public convenience init(pem: String) throws {
-        let bytes = Array(pem.utf8)
-        guard pem.contains("-----BEGIN") else { throw P256KeyError.notPEM(detail: "no '-----BEGIN' line") }
-        let loaded: OpaquePointer = try P256OpenSSL.withReadBIO(bytes) { bio in
-            guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
-                throw P256KeyError.notPEM(detail: P256OpenSSL.drainErrors())
-            }
-            return key
-        }
-        do {
-            try P256OpenSSL.requireP256(loaded)
-        } catch {
-            EVP_PKEY_free(loaded)
-            throw error
-        }
-        self.init(owning: loaded)
+        self.init(owning: try P256OpenSSL.loadP256PEM(pem) { PEM_read_bio_PrivateKey($0, nil, nil, nil) })
     }
 
     /// Loads a `.p8` file. A missing or unreadable file gives `.unreadableFile` with the reason.

@@ -14,20 +14,7 @@ public final class P256PublicKey: @unchecked Sendable {
 
     /// Loads a PEM SubjectPublicKeyInfo (`-----BEGIN PUBLIC KEY-----`) for an EC P-256 key.
     public init(pem: String) throws {
-        guard pem.contains("-----BEGIN") else { throw P256KeyError.notPEM(detail: "no '-----BEGIN' line") }
-        let loaded: OpaquePointer = try P256OpenSSL.withReadBIO(Array(pem.utf8)) { bio in
-            guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
-                throw P256KeyError.notPEM(detail: P256OpenSSL.drainErrors())
-            }
-            return key
-        }
-        do {
-            try P256OpenSSL.requireP256(loaded)
-        } catch {
-            EVP_PKEY_free(loaded)
-            throw error
-        }
-        pkey = loaded
+        pkey = try P256OpenSSL.loadP256PEM(pem) { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
     }
 
     /// PEM SubjectPublicKeyInfo (`-----BEGIN PUBLIC KEY-----`).
