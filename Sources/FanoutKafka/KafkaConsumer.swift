@@ -99,6 +99,13 @@ public final class KafkaConsumer: Sendable {
         try client.resume(partitions)
     }
 
+    /// Non-blocking: the partition's high watermark as of the last fetch response (nil before the
+    /// first; stale while paused). For lag gauges, where a broker round trip per partition is too dear.
+    public func lastKnownHighWatermark(of partition: TopicPartition) throws -> Int64? {
+        try ensureOpen()
+        return client.lastKnownHighWatermark(of: partition)
+    }
+
     public func assignment() throws -> Set<TopicPartition> {
         try ensureOpen()
         return try client.assignment()

@@ -158,6 +158,17 @@ final class RDKafkaClient: @unchecked Sendable {
         return KafkaWatermarks(low: low, high: high)
     }
 
+    /// Non-blocking: the high watermark librdkafka last saw in a fetch response for this partition
+    /// (updated on every fetched message set; stale while the partition is paused), or nil when none
+    /// was seen yet.
+    func lastKnownHighWatermark(of partition: TopicPartition) -> Int64? {
+        var low: Int64 = -1
+        var high: Int64 = -1
+        let err = rd_kafka_get_watermark_offsets(handle, partition.topic, partition.partition, &low, &high)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return nil }
+        return high
+    }
+
     /// Blocking: partition counts from a metadata request for all topics (a request for one named
     /// topic could auto-create it on brokers that allow that).
     func partitionCounts(of topics: [String], timeout: Duration) throws -> [String: Int] {

@@ -269,6 +269,9 @@ import Testing
         }
         #expect(whilePaused.filter { $0.partition == 0 }.isEmpty)
         #expect(whilePaused.filter { $0.partition == 1 }.map(\.offset) == Array(0..<10))
+        // The fetch responses told librdkafka p1's end; p0 was never fetched.
+        #expect(try consumer.lastKnownHighWatermark(of: p1) == 10)
+        #expect(try consumer.lastKnownHighWatermark(of: p0) == nil)
 
         let afterResume = try await onThread { () -> [KafkaMessage] in
             try consumer.resume([p0])

@@ -229,18 +229,23 @@ final class IntakeService: Sendable {
         }
     }
 
-    /// `fanout_consumer_lag`: per owned partition, the end of what this worker has read (highest
-    /// offset + 1, the high watermark when intake keeps up) minus the committed offset. Partitions
-    /// with nothing committed yet by this worker are reported from the first offset it read.
+    /// `fanout_consumer_lag`: per owned partition, the partition's end minus the committed offset.
+    /// The end is the high watermark librdkafka last saw in a fetch response (no broker round trip;
+    /// it stops moving while the partition is paused), or the end of what this worker has read when
+    /// that is further. Partitions with nothing committed yet by this worker are reported from the
+    /// first offset it read.
     private func updateLag() {
-        let lags: [(TopicPartition, Int64)] = state.withLock { state in
+        let positions: [(TopicPartition, end: Int64, committed: Int64)] = state.withLock { state in
             state.readEnd.compactMap { partition, end in
                 guard state.owned.contains(partition), let committed = state.committedAt[partition] else { return nil }
-                return (partition, max(0, end - committed))
+                return (partition, end, committed)
             }
         }
-        for (partition, lag) in lags {
-            core.metrics.consumerLag.labels(partition.topic, String(partition.partition)).set(Int(lag))
+        for (partition, readEnd, committed) in positions {
+            // Throws only once the consumer is closed (shutdown): then the read end stands in.
+            let watermark = try? consumer.lastKnownHighWatermark(of: partition)
+            let end = max(readEnd, watermark ?? readEnd)
+            core.metrics.consumerLag.labels(partition.topic, String(partition.partition)).set(Int(max(0, end - committed)))
         }
     }
 

@@ -91,7 +91,7 @@ public final class FanoutMetrics: Sendable {
                                             help: "Sends made at priority 5 because the target's priority-10 budget was empty.", labels: ["lane"])
         pendingTargets = registry.gauge("fanout_pending_targets", help: "Targets with a pending update or a send in flight, by lane.", labels: ["lane"])
         pausedPartitions = registry.gauge("fanout_paused_partitions", help: "Partitions paused by backpressure, by topic.", labels: ["topic"])
-        consumerLag = registry.gauge("fanout_consumer_lag", help: "Offsets read but not yet committed: end of what this worker read (the high watermark while intake keeps up) minus the committed offset, by topic and partition.",
+        consumerLag = registry.gauge("fanout_consumer_lag", help: "Offsets not yet committed, by topic and partition: the high watermark of the last fetch (or the end of what this worker read, when further) minus the committed offset. Only the owner exports a partition; while it is paused the watermark stops moving.",
                                      labels: ["topic", "partition"])
         commits = registry.counter("fanout_offset_commits_total", help: "Offset commits, by result.", labels: ["result"])
         rebalances = registry.counter("fanout_rebalances_total", help: "Partition assignment changes, by kind.", labels: ["kind"])
