@@ -5,9 +5,12 @@ import Foundation
 import Synchronization
 
 /// The two delivery lanes (DESIGN.md §3): separate `APNsClient`s for per-activity pushes and
-/// broadcasts, so a flood or an outage in one never delays the other. Each lane has one client per
-/// APNs environment in use (one in total when a custom base URL such as the simulator is set). All
-/// clients share one `ProviderTokenCache`: one JWT per key in the process.
+/// broadcasts, so a flood or an outage in one never delays the other. The activity lane has a client
+/// for each APNs environment, since any token registration may name either (a development build's
+/// token is sandbox even when the app is configured for production, and Apple answers BadDeviceToken
+/// to a token sent to the other environment); the broadcast lane one per environment its apps use.
+/// One client in total per lane when a custom base URL such as the simulator is set. Clients connect
+/// on first use. All clients share one `ProviderTokenCache`: one JWT per key in the process.
 final class APNsLanes: Sendable {
     private let clients: [ClientKey: APNsClient]
     private let appEnvironments: [String: APNsModel.APNsEnvironment]
@@ -39,7 +42,7 @@ final class APNsLanes: Sendable {
         let used: Set<APNsModel.APNsEnvironment> = custom ? [.production] : Set(environments.values)
         var clients: [ClientKey: APNsClient] = [:]
         for lane in Lane.allCases {
-            for environment in used {
+            for environment in lane == .activity && !custom ? [.production, .sandbox] : used {
                 let configuration = settings.apnsClientConfiguration(lane: lane, environment: environment, credentials: credentials,
                                                                      tokenCache: tokenCache, options: options)
                 clients[ClientKey(lane: lane, environment: environment)] = try APNsClient(configuration: configuration)
@@ -82,11 +85,12 @@ final class APNsLanes: Sendable {
         }
     }
 
-    /// The client for a send: the token registration's environment when known, else the app's.
+    /// The client for a send: the token registration's environment when known (never another one:
+    /// Apple rejects a token sent to the wrong environment as BadDeviceToken, which would drop a good
+    /// token), else the app's.
     func client(lane: Lane, app: String, environment: APNsModel.APNsEnvironment?) -> APNsClient? {
         if custom { return clients[ClientKey(lane: lane, environment: .production)] }
-        let chosen = environment ?? appEnvironments[app] ?? .production
-        return clients[ClientKey(lane: lane, environment: chosen)] ?? appEnvironments[app].flatMap { clients[ClientKey(lane: lane, environment: $0)] }
+        return clients[ClientKey(lane: lane, environment: environment ?? appEnvironments[app] ?? .production)]
     }
 
     /// JWTs minted per app since the last call, from the shared cache's generation counter (each
