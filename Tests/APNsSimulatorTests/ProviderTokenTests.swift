@@ -55,6 +55,25 @@ struct ProviderTokenTests {
         #expect(try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(newer)"])).status == 200)
     }
 
+    /// A connection opened late in a token's life (after a reconnect) moves to the process's next token
+    /// at once: that is one renewal, 45 minutes after the last. Going back to the older token is churn.
+    @Test func aRenewalIsMeasuredBetweenTheTokensNotFromTheConnectionsStart() async throws {
+        let harness = try SimulatorHarness()
+        let url = "\(harness.simulator.deviceURL)/3/device/\(SimulatorHarness.token)"
+        let now = Int(Date().timeIntervalSince1970)
+        let older = try harness.credentials.providerToken(issuedAt: now - 2700)
+        let renewed = try harness.credentials.providerToken(issuedAt: now - 1)
+        let responses = try await harness.curlSequence([
+            (url, "POST", harness.pushHeaders(["authorization": "bearer \(older)"]), SimulatorHarness.updateBody()),
+            (url, "POST", harness.pushHeaders(["authorization": "bearer \(renewed)"]), SimulatorHarness.updateBody()),
+            (url, "POST", harness.pushHeaders(["authorization": "bearer \(older)"]), SimulatorHarness.updateBody()),
+            (url, "POST", harness.pushHeaders(["authorization": "bearer \(renewed)"]), SimulatorHarness.updateBody()),
+        ])
+        #expect(responses.map { $0.status } == [200, 200, 429, 200])
+        #expect(responses[2].reason == "TooManyProviderTokenUpdates")
+        #expect(harness.simulator.stats().connectionsAccepted == 1, "curl --next must have reused one connection")
+    }
+
     @Test func secondKeyOnSameConnectionIsUnrelated() async throws {
         let second = try SimulatorCredentials.generate(keyID: "KEY0000002")
         let harness = try SimulatorHarness(configure: { configuration in

@@ -55,8 +55,8 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var maxTrackedTargets: Int = 1_000_000
     /// A JWT whose `iat` is older than this is 403 ExpiredProviderToken (Apple: one hour).
     public var providerTokenMaxAgeSeconds: Double = 3600
-    /// A different JWT on the same connection sooner than this after the previous one is
-    /// 429 TooManyProviderTokenUpdates (Apple: 20 minutes).
+    /// A different JWT on the same connection issued (`iat`) less than this after the connection's
+    /// current one is 429 TooManyProviderTokenUpdates (Apple: refresh no more than once per 20 minutes).
     public var providerTokenMinUpdateIntervalSeconds: Double = 1200
     /// Wall clock in UNIX seconds; injectable so tests can age JWTs without sleeping.
     public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }

@@ -5,7 +5,11 @@ import Foundation
 /// - missing → 403 MissingProviderToken; malformed, bad signature, wrong team → 403 InvalidProviderToken;
 /// - `iat` older than the maximum age → 403 ExpiredProviderToken;
 /// - a `kid` other than the first one used on the connection → 403 UnrelatedKeyIdInToken;
-/// - a different valid JWT sooner than the minimum interval after the current one → 429 TooManyProviderTokenUpdates.
+/// - a different valid JWT issued less than the minimum interval (Apple: 20 minutes) after the connection's
+///   current one → 429 TooManyProviderTokenUpdates. Measured between the two tokens' `iat`, not from when
+///   the connection first saw its token: Apple's rule is about how often the provider token is renewed
+///   ("no more than once every 20 minutes"), so a connection opened late in a token's life may move to the
+///   next token at once; going back to an older token, or churning fresh ones, is refused.
 ///
 /// A value type owned by one connection (one event-loop thread).
 struct ProviderTokenGate {
@@ -16,7 +20,6 @@ struct ProviderTokenGate {
 
     private var current: [UInt8] = []
     private var currentIssuedAt: Double = 0
-    private var currentSince: Double = 0
     private var firstKeyID: String?
     /// The last token that failed verification, and why (so a client looping on a bad token costs one verify).
     private var lastInvalid: [UInt8] = []
@@ -62,12 +65,11 @@ struct ProviderTokenGate {
         }
         if now - verified.issuedAt > policy.maxAgeSeconds { return .failure(Refusal(.expiredProviderToken)) }
         if let firstKeyID, firstKeyID != verified.keyID { return .failure(Refusal(.unrelatedKeyIdInToken)) }
-        if !current.isEmpty, now - currentSince < policy.minUpdateIntervalSeconds {
+        if !current.isEmpty, verified.issuedAt - currentIssuedAt < policy.minUpdateIntervalSeconds {
             return .failure(Refusal(.tooManyProviderTokenUpdates))
         }
         current = Array(jwt)
         currentIssuedAt = verified.issuedAt
-        currentSince = now
         firstKeyID = verified.keyID
         let first = !hasAuthenticated
         hasAuthenticated = true
