@@ -24,7 +24,13 @@ extension FanoutEngine {
             freeTarget(Int32(index))
         }
         for sendID in inFlight.ids(where: { slots.contains($0.partitionSlot) }) {
-            _ = inFlight.remove(sendID)
+            if inFlight.remove(sendID)?.isProbe == true {
+                // Its answer will be ignored: without this the app would wait for that probe forever
+                // (never probed again, every target parked, its partitions' commits stuck).
+                for appIndex in Array(paused.keys) where paused[appIndex]!.probeSendID == sendID {
+                    paused[appIndex]!.probeSendID = 0
+                }
+            }
             totalInFlight -= 1
         }
         resolutions = resolutions.filter { !slots.contains($0.value.partitionSlot) }

@@ -164,6 +164,29 @@ import Testing
         #expect(resumed.sends.count == 1)
     }
 
+    /// A paused app's probe whose partition is revoked while it is in flight: its answer will never be
+    /// heard, so the app must probe again with another target, not wait for that one forever.
+    @Test func aProbeLostToARevokeIsReplaced() throws {
+        var configuration = EngineConfiguration()
+        configuration.configProbeInterval = 60 * sec
+        var h = Harness(configuration: configuration)
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.complete(first, .configError(reason: "InvalidProviderToken", status: 403))
+        let probe = try #require(h.advance(60 * sec).sends.first)
+        #expect(probe.isProbe)
+        _ = h.engine.revoke([activityPartition])
+        h.complete(probe)  // too late: ignored
+        let other = PartitionID(topic: "activity-updates", partition: 1)
+        h.register(tokenB, key: "other", at: 1)
+        // The probe time has come already: the next target of the app is the probe.
+        let next = try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100), partition: other).sends.first,
+                                "the app probes again")
+        #expect(next.isProbe && next.target == "other")
+        let resumed = h.complete(next)
+        #expect(resumed.contains(.resumeApp(app: "com.example.exports")))
+        #expect(h.engine.commitPoints().contains(CommitPoint(partition: other, offset: 1)))
+    }
+
     @Test func refreshAuthRetriesTheSameState() throws {
         var h = Harness()
         let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
