@@ -124,6 +124,8 @@ final class WorkerCore: Sendable {
         var rejected: [(String, EventRejection)] = []
         let registrySize: Int = state.withLock { state in
             for message in messages {
+                // The token thread may still apply a batch of a partition the intake thread just revoked.
+                guard state.engine.load(of: PartitionID(topic: topics.activityUpdates, partition: message.partition)) != nil else { continue }
                 guard let keyBytes = message.key else {
                     rejected.append(("", EventRejection(.missingTarget, "token record at \(message.topic)/\(message.partition)/\(message.offset) has no key")))
                     continue
@@ -188,6 +190,9 @@ final class WorkerCore: Sendable {
             for partition in partitions {
                 state.retained[partition] = nil
                 state.closing.remove(partition)
+                // The engine drops a partition's tokens only when it saw an event of it; an idle
+                // activity partition's registrations must go too.
+                if partition.topic == topics.activityUpdates { state.engine.forgetTokens(partition: partition.partition) }
             }
             return points
         }
