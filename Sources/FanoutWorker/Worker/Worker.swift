@@ -88,7 +88,7 @@ public final class Worker: Sendable {
         do {
             if let admin { _ = try admin.start() }
         } catch {
-            throw WorkerError(.admin, "admin server: \(error) (set admin.port to a free port, or 0)")
+            throw WorkerError(.admin, "\(error) (set admin.port to a free port, or 0)")
         }
         let counts: [String: Int]
         do {
