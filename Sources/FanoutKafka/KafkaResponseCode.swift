@@ -28,6 +28,10 @@ public struct KafkaResponseCode: RawRepresentable, Sendable, Hashable, CustomStr
     public static let unknownMemberID = KafkaResponseCode(rawValue: 25)
     public static let rebalanceInProgress = KafkaResponseCode(rawValue: 27)
     public static let queueFull = KafkaResponseCode(RD_KAFKA_RESP_ERR__QUEUE_FULL)
+    /// MESSAGE_TOO_LARGE: over `message.max.bytes` (checked by librdkafka before sending) or the topic's limit.
+    public static let messageTooLarge = KafkaResponseCode(rawValue: 10)
+    /// RECORD_LIST_TOO_LARGE: the broker refused the batch holding the record as too large.
+    public static let recordListTooLarge = KafkaResponseCode(rawValue: 18)
     public static let timedOut = KafkaResponseCode(RD_KAFKA_RESP_ERR__TIMED_OUT)
     public static let messageTimedOut = KafkaResponseCode(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
     public static let unknownTopic = KafkaResponseCode(RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)

@@ -47,6 +47,37 @@ import Testing
         #expect(text(record.header("fanout-detail")?.value) == "timestamp 1772788200000")
     }
 
+    /// A rejected record too large to copy into the dead-letter topic (here: over the producer's
+    /// message.max.bytes once Fanout's headers are added) must still land, without its value, or its
+    /// offset could never be committed.
+    @Test func aRecordTooLargeToCopyIsDeadLetteredWithoutItsValue() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("updates")
+        try cluster.createTopic(topic + "-dlq", partitions: 1)
+        let producer = try KafkaProducer(configuration: cluster.configuration())
+        let huge = KafkaMessage(topic: topic, partition: 0, offset: 7, key: bytes("export-42"),
+                                value: [UInt8](repeating: 0x20, count: 999_990), headers: [KafkaHeader(name: "trace", string: "abc")])
+        let deadLetters = DeadLetterProducer(producer: producer)
+        let report = try await deadLetters.deadLetter(huge, reason: "event-too-large", detail: "999990 bytes")
+        let dlqReader = try KafkaPartitionReader(configuration: cluster.configuration())
+        let record = try await onThread { () -> KafkaMessage in
+            try dlqReader.assign([TopicPartition(report.topic, report.partition): .offset(report.offset)])
+            var found: KafkaMessage?
+            try pollUntil({ try dlqReader.poll(timeout: $0) }, what: "dead letter") { batch in
+                found = found ?? batch.messages.first
+                return found != nil
+            }
+            return found!
+        }
+        #expect(record.key == bytes("export-42"))
+        #expect(record.value == nil)
+        #expect(record.header("trace") == nil)
+        #expect(text(record.header("fanout-error")?.value) == "event-too-large")
+        #expect(text(record.header("fanout-source")?.value) == "\(topic)/0/7")
+        #expect(text(record.header("fanout-original-bytes")?.value) == String(999_990 + 5 + 3))
+        #expect(text(record.header("fanout-detail")?.value)?.hasPrefix("999990 bytes; the original") == true)
+    }
+
     @Test func suffixIsConfigurableAndDetailOptional() {
         let producer = try! KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1"]))
         let deadLetters = DeadLetterProducer(producer: producer, topicSuffix: ".rejected")
