@@ -1,6 +1,7 @@
 import Dispatch
 import FanoutWorker
 import Foundation
+import Synchronization
 
 /// `fanout run`: the worker. Reads the configuration (file + `FANOUT_*`), starts the worker, and
 /// shuts it down gracefully on SIGTERM/SIGINT (a second signal exits at once).
@@ -26,7 +27,11 @@ struct RunCommand: Command {
     and leaves the group (exit 0). A second signal exits at once (exit 130) without committing
     anything more; undelivered events are replayed by the next owner.
 
-    Exit codes: 0 stopped cleanly · 78 configuration error · 1 other startup failure · 64 usage
+    If the worker fails for good while running (its Kafka consumer or the activity-tokens reader
+    died), /readyz reports it and the process stops the same way and exits 1, to be restarted.
+
+    Exit codes: 0 stopped cleanly · 78 configuration error · 1 other startup failure or failed while
+    running · 64 usage
     """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
@@ -58,17 +63,40 @@ struct RunCommand: Command {
         }
 
         let signals = SignalCounter()
-        await signals.waitForFirst()
+        let failure: String? = await withCheckedContinuation { continuation in
+            let first = FirstOf(continuation)
+            worker.whenFailed { first.resume($0) }
+            Task { await signals.waitForFirst(); first.resume(nil) }
+        }
+        if let failure {
+            log.error("stopping: the worker failed", ["reason": .string(failure), "timeout": .duration(configuration.shutdownTimeout)])
+            await worker.stop(timeout: configuration.shutdownTimeout)
+            Output.err("fanout run: \(failure)")
+            return 1
+        }
         log.info("stop requested: draining", ["timeout": .duration(configuration.shutdownTimeout)])
         await worker.stop(timeout: configuration.shutdownTimeout)
         return 0
     }
 }
 
+/// Resumes a continuation with whichever of several sources answers first; later answers are ignored.
+private final class FirstOf<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume(_ value: Value) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
+    }
+}
+
 /// SIGTERM/SIGINT through dispatch sources (not async-signal handlers): the first resumes the
 /// waiter, the second exits the process at once. Nothing undelivered is ever committed, so exiting
 /// without the final commit only means the next owner replays a little more.
-private final class SignalCounter {
+/// `@unchecked Sendable`: every stored property is set in `init` and never changed; the sources are
+/// only kept alive here, and `state` guards its own fields with a lock.
+private final class SignalCounter: @unchecked Sendable {
     private let queue = DispatchQueue(label: "fanout-signals")
     private let sources: [any DispatchSourceSignal]
     private let state = SignalState()

@@ -140,7 +140,7 @@ final class IntakeService: Sendable {
             do {
                 batch = try consumer.poll(timeout: core.options.pollTimeout, maxMessages: core.options.maxPollRecords)
             } catch {
-                log.error("the Kafka consumer failed; intake stops (restart the worker)", ["error": .string("\(error)")])
+                core.fail("the Kafka consumer failed, intake stopped (restart the worker): \(error)")
                 return
             }
             for error in batch.errors {

@@ -99,7 +99,7 @@ final class TokenFollower: Sendable {
             do {
                 batch = try reader.poll(timeout: .milliseconds(50), maxMessages: 2000)
             } catch {
-                core.log.error("activity-tokens reader failed; token updates stop until restart", ["error": .string("\(error)")])
+                core.fail("the activity-tokens reader failed, token updates stopped (restart the worker): \(error)")
                 return
             }
             let live = batch.messages.filter { following.contains($0.partition) }

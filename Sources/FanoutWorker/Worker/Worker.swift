@@ -23,7 +23,7 @@ public final class Worker: Sendable {
     }
 
     public let configuration: FanoutConfiguration
-    private let core: WorkerCore
+    let core: WorkerCore
     private let intake: IntakeService
     private let admin: AdminServer?
     private let phase = PhaseBox()
@@ -136,6 +136,11 @@ public final class Worker: Sendable {
 
     /// What the worker did so far.
     public var summary: WorkerSummary { core.summary }
+
+    /// Calls `handler` once if the worker fails for good while running (its Kafka consumer or the
+    /// activity-tokens reader died): `/readyz` reports it, and the caller should stop it and exit
+    /// non-zero so it is restarted. At once when it already failed.
+    public func whenFailed(_ handler: @escaping @Sendable (String) -> Void) { core.whenFailed(handler) }
 
     /// `/readyz`: assigned partitions, APNs reachable, no app stopped by a configuration error.
     public func isReady() -> Readiness { Self.readiness(phase: phase, intake: intake, core: core) }

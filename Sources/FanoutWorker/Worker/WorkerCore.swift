@@ -37,6 +37,8 @@ final class WorkerCore: Sendable {
     let stopped = Atomic<Bool>(false)
     let retryQueue = DispatchQueue(label: "fanout-produce-retry")
     let topics: FanoutConfiguration.Topics
+    /// Why the worker can no longer do its job (a Kafka thread died), and who to tell.
+    private let failure = Mutex<(reason: String?, handlers: [@Sendable (String) -> Void])>((nil, []))
 
     init(settings: WorkerSettings, log: Log, metrics: FanoutMetrics, options: WorkerOptions, lanes: APNsLanes,
          producer: KafkaProducer) {
@@ -267,9 +269,35 @@ final class WorkerCore: Sendable {
 
     /// Reasons the worker cannot deliver right now: paused apps and unreachable lanes.
     func deliveryProblems() -> [String] {
-        state.withLock { state in
+        let failed = failure.withLock { $0.reason }.map { ["worker failed: \($0)"] } ?? []
+        return failed + state.withLock { state in
             state.pausedApps.sorted { $0.key < $1.key }.map { "app \($0.key): \($0.value)" }
                 + state.unreachable.sorted { $0.key.rawValue < $1.key.rawValue }.map { "APNs unreachable on the \($0.key.rawValue) lane: \($0.value)" }
         }
+    }
+
+    // MARK: Failure
+
+    /// A part the worker cannot run without stopped for good (its Kafka consumer failed): readiness
+    /// reports it from now on, and whoever asked (`whenFailed`) is told once, so the process can exit
+    /// and be restarted instead of holding its partitions while doing nothing.
+    func fail(_ reason: String) {
+        let handlers: [@Sendable (String) -> Void] = failure.withLock { failure in
+            guard failure.reason == nil else { return [] }
+            failure.reason = reason
+            defer { failure.handlers = [] }
+            return failure.handlers
+        }
+        log.error("worker failed", ["reason": .string(reason)])
+        for handler in handlers { handler(reason) }
+    }
+
+    /// Calls `handler` once when the worker fails (at once if it already has).
+    func whenFailed(_ handler: @escaping @Sendable (String) -> Void) {
+        let reason: String? = failure.withLock { failure in
+            if failure.reason == nil { failure.handlers.append(handler) }
+            return failure.reason
+        }
+        if let reason { handler(reason) }
     }
 }
