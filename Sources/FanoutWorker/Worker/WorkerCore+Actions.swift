@@ -212,12 +212,31 @@ extension WorkerCore {
 
     /// A dead letter the engine asked for: every source record, then `resolve`.
     private func deadLetter(_ letter: DeadLetter) {
-        let messages: [KafkaMessage] = state.withLock { state in
-            letter.sources.map { source in
-                state.retained[source.partition]?.message(at: source.offset)
-                    ?? KafkaMessage(topic: source.partition.topic, partition: source.partition.partition, offset: source.offset,
-                                    key: Array(letter.target.utf8), value: nil)
+        var missing = 0
+        let messages: [KafkaMessage]? = state.withLock { state in
+            var messages: [KafkaMessage] = []
+            for source in letter.sources {
+                // Revoked since the engine decided (a race with the intake thread): its offsets were not
+                // committed, and the next owner replays and judges these events again.
+                guard let retained = state.retained[source.partition] else { return nil }
+                if let message = retained.message(at: source.offset) {
+                    messages.append(message)
+                } else {
+                    missing += 1
+                    messages.append(KafkaMessage(topic: source.partition.topic, partition: source.partition.partition, offset: source.offset,
+                                                 key: Array(letter.target.utf8), value: nil))
+                }
             }
+            return messages
+        }
+        guard let messages else {
+            log.info("dead letter skipped: its partition was revoked meanwhile; the next owner replays the events",
+                     ["reason": .string(letter.reason.rawValue), "key": .string(letter.target)])
+            return
+        }
+        if missing > 0 {
+            log.warning("dead-lettering events whose original record is no longer retained: the dead letters carry no value",
+                        ["reason": .string(letter.reason.rawValue), "key": .string(letter.target), "count": .int(missing)])
         }
         if letter.reason == .noToken {
             metrics.eventDecisions.labels(Lane.activity.rawValue, FanoutMetrics.Decision.noToken.rawValue).increment(by: UInt64(messages.count))
