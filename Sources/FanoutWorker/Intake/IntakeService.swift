@@ -275,12 +275,20 @@ final class IntakeService: Sendable {
             }
         }
         guard !pause.isEmpty || !resume.isEmpty else { return }
+        // Each call on its own, and only what succeeded is recorded: the rest is tried again on the
+        // next pass (a resume that failed after a pause that worked must not leave a partition paused
+        // without being listed as pressured, where nothing would ever resume it).
         do {
             if !pause.isEmpty { try consumer.pause(pause) }
+        } catch {
+            core.log.warning("could not pause partitions; trying again", ["error": .string("\(error)")])
+            pause = []
+        }
+        do {
             if !resume.isEmpty { try consumer.resume(resume) }
         } catch {
-            core.log.warning("could not pause or resume partitions", ["error": .string("\(error)")])
-            return
+            core.log.warning("could not resume partitions; trying again", ["error": .string("\(error)")])
+            resume = []
         }
         let paused = state.withLock { state in
             state.pressured.formUnion(pause)
@@ -388,7 +396,13 @@ final class IntakeService: Sendable {
         }
         guard !resume.isEmpty else { return }
         do { try consumer.resume(resume) } catch {
-            core.log.warning("could not resume partitions after their tokens were read", ["error": .string("\(error)")])
+            core.log.warning("could not resume partitions after their tokens were read; trying again", ["error": .string("\(error)")])
+            // Still gated and released: the next pass tries again (else nothing would ever resume them).
+            state.withLock { state in
+                state.gated.formUnion(resume)
+                state.released.formUnion(resume)
+            }
+            return
         }
         core.log.info("tokens read up to the high watermark; events flow", ["partitions": .string(resume.sorted().map(\.description).joined(separator: ","))])
     }
