@@ -34,6 +34,7 @@ extension FanoutEngine {
             totalInFlight -= 1
         }
         resolutions = resolutions.filter { !slots.contains($0.value.partitionSlot) }
+        freePartitionSlots.append(contentsOf: slots.sorted())
         return points
     }
 
@@ -91,9 +92,18 @@ extension FanoutEngine {
             partitionCacheSlots[cacheIndex] = slot
             return slot
         }
-        // Slots are never reused, so late references to a revoked partition can never hit a new one.
-        let slot = Int32(partitions.count)
-        partitions.append(PartitionState(id: partition, dedupe: DedupeWindow(capacity: configuration.dedupeWindowPerPartition)))
+        // A slot freed by `revoke` is reused (else every rebalance would grow `partitions` for the life
+        // of the process): revoke removed every reference to it (targets, sends in flight, resolutions,
+        // the cache), so nothing late can reach the new occupant.
+        let state = PartitionState(id: partition, dedupe: DedupeWindow(capacity: configuration.dedupeWindowPerPartition))
+        let slot: Int32
+        if let free = freePartitionSlots.popLast() {
+            slot = free
+            partitions[Int(slot)] = state
+        } else {
+            slot = Int32(partitions.count)
+            partitions.append(state)
+        }
         partitionSlotByID[partition] = slot
         return slot
     }

@@ -24,6 +24,8 @@ public struct FanoutEngine: Sendable {
     var inFlight = InFlightStore()
     var partitions: [PartitionState?] = []
     var partitionSlotByID: [PartitionID: Int32] = [:]
+    /// Slots of revoked partitions, reused by the next assignment.
+    var freePartitionSlots: [Int32] = []
     /// Recently used partitions by partition number (`assignSlot`); a slot of -1 is empty.
     var partitionCacheIDs = [PartitionID?](repeating: nil, count: Int(partitionCacheMask) + 1)
     var partitionCacheSlots = [Int32](repeating: -1, count: Int(partitionCacheMask) + 1)

@@ -187,6 +187,22 @@ import Testing
         #expect(h.engine.commitPoints().contains(CommitPoint(partition: other, offset: 1)))
     }
 
+    /// Months of rebalances must not grow the engine's partition table: revoked slots are reused, and
+    /// the reused slot starts clean (no offsets, no dedupe memory of the former occupant).
+    @Test func partitionSlotsAreReusedAfterRevoke() throws {
+        var h = Harness()
+        for round in 0..<200 {
+            let partition = PartitionID(topic: "activity-updates", partition: Int32(round % 3))
+            h.engine.assign(partition)
+            h.engine.assign(broadcastPartition)
+            _ = h.engine.revoke([partition, broadcastPartition])
+        }
+        #expect(h.engine.partitions.count <= 2)
+        h.feed(makeEvent("e1", timestamp: 100))
+        h.feed(makeEvent("e1", timestamp: 101))  // a duplicate id: dropped, offset done
+        #expect(h.actions.drops == [.duplicateID])
+    }
+
     @Test func refreshAuthRetriesTheSameState() throws {
         var h = Harness()
         let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
