@@ -90,10 +90,14 @@ struct BroadcastTests {
         let stored = try harness.simulator.createChannel(bundleID: SimulatorHarness.app, storagePolicy: 1)
         let url = "\(harness.simulator.deviceURL)/4/broadcasts/apps/\(SimulatorHarness.app)"
         let body = SimulatorHarness.updateBody(state: "{\"score\":\"1-0\"}")
-        let prefix = "{\"aps\":{\"timestamp\":1700000000,\"event\":\"update\",\"content-state\":{\"pad\":\""
-        let fill = 5120 - prefix.utf8.count - 4
-        let body5120 = prefix + String(repeating: "x", count: fill) + "\"}}}"
-        let body5121 = prefix + String(repeating: "x", count: fill + 1) + "\"}}}"
+        // The padding sits outside aps (custom keys are allowed): the content state itself may not pass 4 KB.
+        let prefix = "{\"pad\":\""
+        let suffix = "\",\"aps\":{\"timestamp\":1700000000,\"event\":\"update\",\"content-state\":{\"s\":1}}}"
+        let fill = 5120 - prefix.utf8.count - suffix.utf8.count
+        let body5120 = prefix + String(repeating: "x", count: fill) + suffix
+        let body5121 = prefix + String(repeating: "x", count: fill + 1) + suffix
+        let bigState = "{\"aps\":{\"timestamp\":1700000000,\"event\":\"update\",\"content-state\":{\"t\":\""
+            + String(repeating: "x", count: 4096 - 7) + "\"}}}"
         let startBody = DevicePushTests.startBody
         typealias Case = (name: String, url: String, headers: [(String, String)], body: String, status: Int, reason: String?)
         let cases: [Case] = [
@@ -114,6 +118,7 @@ struct BroadcastTests {
             ("start over broadcast", url, broadcastHeaders(harness, channel: stored), startBody, 400, "BadRequestPayload"),
             ("5120 bytes", url, broadcastHeaders(harness, channel: stored), body5120, 200, nil),
             ("5121 bytes", url, broadcastHeaders(harness, channel: stored), body5121, 413, "PayloadTooLarge"),
+            ("content state over 4 KB", url, broadcastHeaders(harness, channel: stored), bigState, 400, "BadRequestPayload"),
             ("empty", url, broadcastHeaders(harness, channel: stored), "", 400, "PayloadEmpty"),
         ]
         #expect(body5120.utf8.count == 5120)

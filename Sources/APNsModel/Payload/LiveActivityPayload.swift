@@ -12,6 +12,8 @@ public struct LiveActivityPayload: Sendable, Hashable {
     public static let deviceLimit = 4096
     /// Largest body APNs accepts for `/4/broadcasts/apps/<bundle>` sends.
     public static let broadcastLimit = 5120
+    /// Largest content state ActivityKit applies ("can't exceed 4KB"), whatever the body limit.
+    public static let contentStateLimit = 4096
 
     public var event: Event
     /// UNIX seconds (`aps.timestamp`).

@@ -13,6 +13,9 @@ struct LiveActivityPayload: Equatable {
     var aps: Range<Int>
     var contentState: Range<Int>
 
+    /// ActivityKit: "The dynamic data of a Live Activity that's encoded by ContentState can't exceed 4KB."
+    static let contentStateLimit = 4096
+
     /// Seconds since the epoch at or above this are almost certainly milliseconds (year 5138+).
     static let millisecondsThreshold: Double = 100_000_000_000
 
@@ -121,6 +124,10 @@ private struct ApsFields {
             throw Refusal(.badRequestPayload, "aps.event must be start, update or end")
         }
         guard let contentState else { throw Refusal(.badRequestPayload, "missing aps.content-state") }
+        if contentState.count > LiveActivityPayload.contentStateLimit {
+            // Only a broadcast (5 KB body) can get here with it: a device push's whole body is 4 KB at most.
+            throw Refusal(.badRequestPayload, "aps.content-state is \(contentState.count) bytes; ActivityKit's content state can't exceed 4 KB, the device would drop it")
+        }
         try Self.checkDate(staleDate, "stale-date", scanner)
         try Self.checkDate(dismissalDate, "dismissal-date", scanner)
         if let inputPushToken, scanner.double(inputPushToken) != 1 {

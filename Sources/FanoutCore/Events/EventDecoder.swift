@@ -163,6 +163,11 @@ public struct EventDecoder: Sendable {
             attributesType: attributesType, attributes: attributes,
             inputPushToken: inputPushToken, inputPushChannel: inputPushChannel)
 
+        // ActivityKit drops a Live Activity update whose content state is over 4 KB, although a broadcast
+        // body may be 5 KB (a device push's body, content state included, is 4 KB at most anyway).
+        if event.contentState.bytes.count > LiveActivityPayload.contentStateLimit {
+            throw EventRejection(.payloadTooLarge, "content_state is \(event.contentState.bytes.count) bytes; ActivityKit drops a Live Activity's content state over \(LiveActivityPayload.contentStateLimit) bytes (a broadcast body may be 5 KB, its content state may not)")
+        }
         let limit = lane == .activity ? LiveActivityPayload.deviceLimit : LiveActivityPayload.broadcastLimit
         let payload = event.livePayload(defaultStaleAfter: policy.defaultStaleAfter)
         if case let .failure(error) = payload.checkSize(limit: limit) {

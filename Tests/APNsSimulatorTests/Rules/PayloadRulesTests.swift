@@ -32,6 +32,21 @@ struct PayloadRulesTests {
         #expect(String(decoding: bytes[payload.aps], as: UTF8.self).hasPrefix("{\"timestamp\""))
     }
 
+    /// A 5 KB broadcast body is fine for APNs, but ActivityKit drops a content state over 4 KB.
+    @Test func broadcastContentStateOver4KBIsRefused() throws {
+        func body(_ textBytes: Int) -> [UInt8] {
+            Array("{\"aps\":{\"timestamp\":1700000000,\"event\":\"update\",\"content-state\":{\"t\":\"\(String(repeating: "x", count: textBytes))\"}}}".utf8)
+        }
+        let fits = body(4096 - 8)  // {"t":"…"} is 8 bytes around the text
+        #expect(fits.withUnsafeBufferPointer { (try? LiveActivityPayload.parse($0, isBroadcast: true).get()) != nil })
+        let over = body(4096 - 7)
+        let refusal = over.withUnsafeBufferPointer { result -> Refusal? in
+            if case .failure(let refusal) = LiveActivityPayload.parse(result, isBroadcast: true) { return refusal }
+            return nil
+        }
+        #expect(refusal?.detail?.contains("content-state is 4097 bytes") == true, "\(String(describing: refusal))")
+    }
+
     @Test func deviceViewTrackerIsBounded() {
         var tracker = DeviceViewTracker(capacity: 1)
         tracker.apply(target: "a", event: .update, timestamp: 1, contentState: "{}")

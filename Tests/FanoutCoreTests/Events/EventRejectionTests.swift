@@ -87,6 +87,10 @@ import Testing
         Case(name: "payload too large", reason: .payloadTooLarge) {
             F.decode(F.update(["content_state": ["text": String(repeating: "x", count: 4100)]]))
         },
+        Case(name: "broadcast content_state over 4 KB", reason: .payloadTooLarge) {
+            // The 5 KB broadcast body would fit; ActivityKit would drop the state.
+            F.decode(F.broadcast(["content_state": ["text": String(repeating: "x", count: 4100)]]), lane: .broadcast)
+        },
         Case(name: "unknown top-level field", reason: .unknownField) { F.decode(F.update(["progress": 5])) },
         Case(name: "attributes on update", reason: .invalidAttributes) { F.decode(F.update(["attributes": ["a": 1]])) },
         Case(name: "attributes not an object", reason: .invalidAttributes) { F.decode(F.start(["attributes": "x"])) },
