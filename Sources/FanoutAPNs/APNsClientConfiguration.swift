@@ -112,6 +112,11 @@ public struct APNsClientConfiguration: Sendable {
             throw bad("base URL must start with https:// (APNs is HTTP/2 over TLS), got '\(url)'")
         }
         guard !credentials.isEmpty else { throw bad("no app credentials configured") }
+        let keys = Set(credentials.values.map { "\($0.teamID)/\($0.keyID)" })
+        guard keys.count == 1 else {
+            throw bad("the apps' credentials use \(keys.count) signing keys (\(keys.sorted().joined(separator: ", "))); one client per key: "
+                      + "APNs refuses a second key on a connection (403 UnrelatedKeyIdInToken)")
+        }
     }
 }
 

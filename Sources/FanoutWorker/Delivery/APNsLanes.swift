@@ -9,14 +9,21 @@ import Synchronization
 /// for each APNs environment, since any token registration may name either (a development build's
 /// token is sandbox even when the app is configured for production, and Apple answers BadDeviceToken
 /// to a token sent to the other environment); the broadcast lane one per environment its apps use.
-/// One client in total per lane when a custom base URL such as the simulator is set. Clients connect
+/// One environment per lane when a custom base URL such as the simulator is set. And each of those
+/// per signing key (team + key id): APNs refuses a second key on a connection (403
+/// UnrelatedKeyIdInToken), so apps signed by different keys never share connections. Clients connect
 /// on first use. All clients share one `ProviderTokenCache`: one JWT per key in the process.
 final class APNsLanes: Sendable {
     private let clients: [ClientKey: APNsClient]
     private let appEnvironments: [String: APNsModel.APNsEnvironment]
     private let custom: Bool
-    /// Channel-management clients per environment, for storage-policy lookups (none without an endpoint).
-    private let management: [APNsModel.APNsEnvironment: APNsChannelClient]
+    /// Channel-management clients per environment and signing key, for storage-policy lookups (none without an endpoint).
+    private let management: [ManagementKey: APNsChannelClient]
+
+    struct ManagementKey: Hashable, Sendable {
+        var environment: APNsModel.APNsEnvironment
+        var signer: String
+    }
     /// The broadcast lane's storage policy per channel (configured, else looked up and cached).
     let channelPolicies: ChannelPolicies
     private let credentials: [String: APNsCredentials]
@@ -27,7 +34,12 @@ final class APNsLanes: Sendable {
     struct ClientKey: Hashable, Sendable {
         var lane: Lane
         var environment: APNsModel.APNsEnvironment
+        /// "team/keyID" of the apps the client signs for.
+        var signer: String
     }
+
+    /// Apps grouped by signing key ("team/keyID").
+    private let signerOfApp: [String: String]
 
     init(settings: WorkerSettings, credentials: [String: APNsCredentials], tokenCache: ProviderTokenCache,
          options: WorkerOptions) throws {
@@ -40,20 +52,32 @@ final class APNsLanes: Sendable {
         }
         appEnvironments = environments
         let used: Set<APNsModel.APNsEnvironment> = custom ? [.production] : Set(environments.values)
+        var signerOfApp: [String: String] = [:]
+        var bySigner: [String: [String: APNsCredentials]] = [:]
+        for (app, credential) in credentials {
+            let signer = "\(credential.teamID)/\(credential.keyID)"
+            signerOfApp[app] = signer
+            bySigner[signer, default: [:]][app] = credential
+        }
+        self.signerOfApp = signerOfApp
         var clients: [ClientKey: APNsClient] = [:]
         for lane in Lane.allCases {
             for environment in lane == .activity && !custom ? [.production, .sandbox] : used {
-                let configuration = settings.apnsClientConfiguration(lane: lane, environment: environment, credentials: credentials,
-                                                                     tokenCache: tokenCache, options: options)
-                clients[ClientKey(lane: lane, environment: environment)] = try APNsClient(configuration: configuration)
+                for (signer, group) in bySigner {
+                    let configuration = settings.apnsClientConfiguration(lane: lane, environment: environment, credentials: group,
+                                                                         tokenCache: tokenCache, options: options)
+                    clients[ClientKey(lane: lane, environment: environment, signer: signer)] = try APNsClient(configuration: configuration)
+                }
             }
         }
         self.clients = clients
-        var management: [APNsModel.APNsEnvironment: APNsChannelClient] = [:]
+        var management: [ManagementKey: APNsChannelClient] = [:]
         for environment in used {
-            if let configuration = settings.channelManagementConfiguration(environment: environment, credentials: credentials,
-                                                                           tokenCache: tokenCache, options: options) {
-                management[environment] = try APNsChannelClient(configuration: configuration)
+            for (signer, group) in bySigner {
+                if let configuration = settings.channelManagementConfiguration(environment: environment, credentials: group,
+                                                                               tokenCache: tokenCache, options: options) {
+                    management[ManagementKey(environment: environment, signer: signer)] = try APNsChannelClient(configuration: configuration)
+                }
             }
         }
         self.management = management
@@ -62,9 +86,9 @@ final class APNsLanes: Sendable {
             reader = nil
         } else {
             let isCustom = custom
-            reader = { [management, environments] app, channel in
+            reader = { [management, environments, signerOfApp] app, channel in
                 let environment: APNsModel.APNsEnvironment = isCustom ? .production : environments[app] ?? .production
-                guard let client = management[environment] else { return nil }
+                guard let signer = signerOfApp[app], let client = management[ManagementKey(environment: environment, signer: signer)] else { return nil }
                 return try await Self.readPolicy(client: client, app: app, channel: channel)
             }
         }
@@ -89,8 +113,9 @@ final class APNsLanes: Sendable {
     /// Apple rejects a token sent to the wrong environment as BadDeviceToken, which would drop a good
     /// token), else the app's.
     func client(lane: Lane, app: String, environment: APNsModel.APNsEnvironment?) -> APNsClient? {
-        if custom { return clients[ClientKey(lane: lane, environment: .production)] }
-        return clients[ClientKey(lane: lane, environment: environment ?? appEnvironments[app] ?? .production)]
+        guard let signer = signerOfApp[app] else { return nil }
+        let chosen: APNsModel.APNsEnvironment = custom ? .production : environment ?? appEnvironments[app] ?? .production
+        return clients[ClientKey(lane: lane, environment: chosen, signer: signer)]
     }
 
     /// JWTs minted per app since the last call, from the shared cache's generation counter (each

@@ -38,6 +38,38 @@ import Testing
         }
     }
 
+    /// Apps signed by different keys never share a connection (APNs: 403 UnrelatedKeyIdInToken);
+    /// apps of one key do.
+    @Test func eachSigningKeyHasItsOwnClients() async throws {
+        let fixture = try ConfigFixture()
+        let apps = [("com.example.a", "KEYAAAAAAA"), ("com.example.b", "KEYBBBBBBB"), ("com.example.c", "KEYAAAAAAA")]
+        let list = apps.map { #"{"bundle_id": "\#($0.0)", "team_id": "TEAM123456", "key_id": "\#($0.1)", "key_path": "\#(fixture.keyPath)"}"# }
+        let json = #"{"apps": ["# + list.joined(separator: ",") + #"], "apns": {"base_url": "https://127.0.0.1:9443"}}"#
+        let configuration = try FanoutConfiguration.load(path: try fixture.write(json), environment: [:])
+        var credentials: [String: APNsCredentials] = [:]
+        for (app, keyID) in apps { credentials[app] = APNsCredentials(teamID: "TEAM123456", keyID: keyID, key: try P256PrivateKey.generate()) }
+        let lanes = try APNsLanes(settings: WorkerSettings(configuration: configuration, options: WorkerOptions()), credentials: credentials,
+                                  tokenCache: ProviderTokenCache(refreshInterval: .seconds(3000)), options: WorkerOptions())
+        for lane in Lane.allCases {
+            let a = try #require(lanes.client(lane: lane, app: "com.example.a", environment: nil))
+            let b = try #require(lanes.client(lane: lane, app: "com.example.b", environment: nil))
+            let c = try #require(lanes.client(lane: lane, app: "com.example.c", environment: nil))
+            #expect(a !== b && a === c)
+            #expect(Set(a.configuration.credentials.keys) == ["com.example.a", "com.example.c"])
+            #expect(Set(b.configuration.credentials.keys) == ["com.example.b"])
+        }
+        #expect(lanes.client(lane: .activity, app: "com.example.unknown", environment: nil) == nil)
+        await lanes.shutdown(deadline: .now + .seconds(5))
+    }
+
+    @Test func aClientRefusesCredentialsOfSeveralKeys() throws {
+        let credentials = ["com.example.a": APNsCredentials(teamID: "TEAM123456", keyID: "KEYAAAAAAA", key: try P256PrivateKey.generate()),
+                           "com.example.b": APNsCredentials(teamID: "TEAM123456", keyID: "KEYBBBBBBB", key: try P256PrivateKey.generate())]
+        #expect(throws: APNsClientError.self) {
+            _ = try APNsClient(configuration: APNsClientConfiguration(endpoint: .apple(.production), credentials: credentials))
+        }
+    }
+
     @Test func aCustomBaseURLServesEveryEnvironment() async throws {
         let lanes = try lanes(environment: "production", baseURL: "https://127.0.0.1:9443")
         let sandbox = try #require(lanes.client(lane: .activity, app: "com.example.exports", environment: .sandbox))
