@@ -39,6 +39,17 @@ struct ProviderTokenTests {
         #expect(try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(fresh)"])).status == 200)
     }
 
+    /// An iat in milliseconds (or far ahead) is refused instead of never expiring.
+    @Test func tokenIssuedInTheFutureIsInvalid() async throws {
+        let now = Int(Date().timeIntervalSince1970)
+        let harness = try SimulatorHarness()
+        let milliseconds = try harness.credentials.providerToken(issuedAt: now * 1000)
+        let response = try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(milliseconds)"]))
+        #expect(response.status == 403 && response.reason == "InvalidProviderToken")
+        let skewed = try harness.credentials.providerToken(issuedAt: now + 60)
+        #expect(try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(skewed)"])).status == 200)
+    }
+
     @Test func newTokenOnSameConnectionWithin20MinutesIsTooManyUpdates() async throws {
         let harness = try SimulatorHarness()
         let url = "\(harness.simulator.deviceURL)/3/device/\(SimulatorHarness.token)"

@@ -28,6 +28,9 @@ struct ProviderTokenGate {
     private var lastVerified: [UInt8] = []
     private var lastVerifiedResult: ProviderTokenVerifier.Verified?
 
+    /// How far ahead of the simulator's clock an `iat` may be (clock skew).
+    static let maxFutureSeconds: Double = 600
+
     /// Requests answered on this connection (for GOAWAY-after-N faults).
     var requestsOnConnection = 0
 
@@ -64,6 +67,11 @@ struct ProviderTokenGate {
             }
         }
         if now - verified.issuedAt > policy.maxAgeSeconds { return .failure(Refusal(.expiredProviderToken)) }
+        // Stricter than anything Apple documents, on purpose: an `iat` well in the future is a clock or a
+        // units bug (milliseconds), and such a token would otherwise never expire here.
+        if verified.issuedAt - now > Self.maxFutureSeconds {
+            return .failure(Refusal(.invalidProviderToken, "iat \(Int64(verified.issuedAt)) is more than \(Int(Self.maxFutureSeconds)) s in the future; iat is UNIX seconds"))
+        }
         if let firstKeyID, firstKeyID != verified.keyID { return .failure(Refusal(.unrelatedKeyIdInToken)) }
         if !current.isEmpty, verified.issuedAt - currentIssuedAt < policy.minUpdateIntervalSeconds {
             return .failure(Refusal(.tooManyProviderTokenUpdates))
