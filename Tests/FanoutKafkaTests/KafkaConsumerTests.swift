@@ -269,9 +269,11 @@ import Testing
         }
         #expect(whilePaused.filter { $0.partition == 0 }.isEmpty)
         #expect(whilePaused.filter { $0.partition == 1 }.map(\.offset) == Array(0..<10))
-        // The fetch responses told librdkafka p1's end; p0 was never fetched.
+        // The fetch responses told librdkafka p1's end; p0 was paused before its records were produced, so
+        // its watermark is unknown or the empty partition's 0 from a fetch before the pause took effect.
         #expect(try consumer.lastKnownHighWatermark(of: p1) == 10)
-        #expect(try consumer.lastKnownHighWatermark(of: p0) == nil)
+        let stale = try consumer.lastKnownHighWatermark(of: p0)
+        #expect(stale == nil || stale == 0, "\(String(describing: stale))")
 
         let afterResume = try await onThread { () -> [KafkaMessage] in
             try consumer.resume([p0])

@@ -137,9 +137,14 @@ import APNsModel
         let fits = LiveActivityPayload.deviceLimit - base
         #expect(F.reason(F.decode(event(padding: fits))) == nil)
         #expect(F.reason(F.decode(event(padding: fits + 1))) == .payloadTooLarge)
-        // The broadcast lane allows 5120 bytes.
-        let wide = F.broadcast(["content_state": ["pad": String(repeating: "x", count: fits + 500)]])
-        #expect(F.reason(F.decode(wide, lane: .broadcast)) == nil)
+        // The broadcast lane allows a 5120-byte body; its content state is held to ActivityKit's 4096 bytes.
+        func broadcast(stateBytes: Int) -> [String: Any] {
+            F.broadcast(["content_state": ["pad": String(repeating: "x", count: stateBytes - #"{"pad":""}"#.utf8.count)]])
+        }
+        let widest = try F.decode(broadcast(stateBytes: 4096), lane: .broadcast).get()
+        #expect(widest.contentState.bytes.count == 4096)
+        #expect(widest.livePayload(defaultStaleAfter: EventPolicy.defaultStaleAfterSeconds).encodedSize > LiveActivityPayload.deviceLimit)
+        #expect(F.reason(F.decode(broadcast(stateBytes: 4097), lane: .broadcast)) == .payloadTooLarge)
     }
 }
 
