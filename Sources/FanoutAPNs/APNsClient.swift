@@ -43,6 +43,9 @@ public final class APNsClient: Sendable {
         public var pingsAcknowledged: Int
         public var serverMaxConcurrentStreams: Int?
         public var lastGoAway: GoAway?
+        /// `.nghttp2` only: a request's end reported again after it completed, and ignored. Always 0
+        /// unless nghttp2 calls back for a stream it was told to forget; never completes twice.
+        public var duplicateEnds: Int = 0
     }
 
     /// A GOAWAY frame as received: the HTTP/2 error code (0 is NO_ERROR), the last stream the server
@@ -136,7 +139,8 @@ public final class APNsClient: Sendable {
               completed: counters.completed.load(ordering: .relaxed),
               pingsAcknowledged: counters.pingsAcknowledged.load(ordering: .relaxed),
               serverMaxConcurrentStreams: Optional(counters.serverMaxConcurrentStreams.load(ordering: .relaxed)).flatMap { $0 < 0 ? nil : $0 },
-              lastGoAway: counters.lastGoAway.withLock { $0 })
+              lastGoAway: counters.lastGoAway.withLock { $0 },
+              duplicateEnds: counters.duplicateEnds.load(ordering: .relaxed))
     }
 
     static func result(for error: APNsClientError) -> APNsResult {

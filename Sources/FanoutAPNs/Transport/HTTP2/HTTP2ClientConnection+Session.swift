@@ -10,7 +10,11 @@ import Foundation
 extension HTTP2ClientConnection: HTTP2SessionDelegate {
     private func stream(_ streamID: Int32) -> HTTP2Stream? {
         guard let session, let context = session.streamContext(streamID) else { return nil }
-        return unsafeDowncast(context, to: HTTP2Stream.self)
+        let stream = unsafeDowncast(context, to: HTTP2Stream.self)
+        // A context nghttp2 kept after we let the object go (it may already carry another request, on
+        // another stream id): that request is not this stream's.
+        guard stream.isActive, stream.streamID == streamID else { return nil }
+        return stream
     }
 
     func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {

@@ -19,6 +19,9 @@ final class HTTP2Stream {
     var tokenGeneration = 0
     var gateEpoch = 0
     var connectionIndex = 0
+    /// True from dispatch until the completion ran: the engine ends a stream only while it is active,
+    /// so a second report of the same end can never complete (or pool) the object twice.
+    var isActive = false
     var streamID: Int32 = 0
     /// Position in the connection's on-the-wire list; -1 when not on the wire.
     var slot = -1
@@ -37,6 +40,7 @@ final class HTTP2Stream {
         localFailure = nil
         completion = nil
         credentials = nil
+        isActive = false
         streamID = 0
         slot = -1
     }

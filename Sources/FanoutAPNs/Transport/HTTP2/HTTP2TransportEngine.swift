@@ -109,6 +109,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         stream.completion = submission.completion
         stream.credentials = submission.credentials
         stream.tokenGeneration = token.generation
+        stream.isActive = true
         // The epoch first: if the connection fails while opening, this stream's failure is already counted.
         stream.gateEpoch = connection.gate.dispatched(now: now)
         inFlight += 1
@@ -121,6 +122,12 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         let ended = sink.ended
         sink.ended.removeAll(keepingCapacity: true)
         for (stream, end) in ended {
+            // Ended twice (a late report for an object already completed): completing or pooling it
+            // again would hand one object to two requests and lose one of their completions.
+            guard stream.isActive else {
+                counters.duplicateEnds.add(1, ordering: .relaxed)
+                continue
+            }
             let connection = connections[stream.connectionIndex]
             inFlight -= 1
             let response: APNsHTTPResponse
