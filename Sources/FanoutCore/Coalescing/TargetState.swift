@@ -55,6 +55,8 @@ struct TargetState: Sendable {
     /// Listed in its lane's `outageBackoffs` (backed off by a lane-wide failure, re-armed on recovery).
     /// Here, not with the other flags: it fits the padding before `lastOutcome` (the record stays 8 bytes shorter).
     var outageListed = false
+    /// Its partition is under backpressure: a held minor update goes without waiting for max_quiet.
+    var relieved = false
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
     var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0

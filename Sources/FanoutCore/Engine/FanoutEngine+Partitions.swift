@@ -67,6 +67,20 @@ extension FanoutEngine {
             || totalIncomplete >= configuration.maxIncompleteTotal
     }
 
+    /// Backpressure relief, for when the worker pauses `partition`: the minor updates its targets hold
+    /// back (waiting for `max_quiet` or a bigger progress step) go as soon as min_interval and the
+    /// budget allow, at priority 5, instead of holding the offsets they carry, and with them the
+    /// whole partition, for up to `max_quiet`. O(targets): called once per pause.
+    public mutating func relieve(_ partition: PartitionID, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let slot = partitionSlotByID[partition] else { return }
+        for index in targets.indices
+        where targets[index].live && targets[index].partitionSlot == slot && targets[index].pending != nil
+            && targets[index].inFlightSendID == 0 && !targets[index].relieved {
+            targets[index].relieved = true
+            evaluate(Int32(index), now: now, into: &actions)
+        }
+    }
+
     /// True when a paused partition drained below half of every bound: resume fetching it.
     public func mayResume(_ partition: PartitionID) -> Bool {
         guard let load = load(of: partition) else { return true }

@@ -43,7 +43,7 @@ extension FanoutEngine {
         let lastSentTimestamp = targets[index].lastSentTimestamp
         let lastSent = targets[index].lastSentSummary
         let major = forcedMajor || (!explicitMinor && (lastSentTimestamp < 0 || summary.digest != lastSent.digest))
-        if !major && lastSentTimestamp >= 0
+        if !major && lastSentTimestamp >= 0 && !targets[index].relieved
             && !profiles[Int(targets[index].profileIndex)].progressMoved(from: lastSent.progress, to: summary.progress) {
             // Read in place: copying the profile would retain and release its field list per event.
             earliest = max(earliest, targets[index].lastDeliveredAt + profiles[Int(targets[index].profileIndex)].maxQuiet)
@@ -86,6 +86,7 @@ extension FanoutEngine {
         // A major update that went at priority 5 because the target's priority-10 bucket was empty.
         let budgetDowngraded = major && priority == 5
         let update = targets[index].pending.take()!
+        targets[index].relieved = false
         let sendID = nextSendID
         nextSendID += 1
         let event = update.event

@@ -296,6 +296,7 @@ final class IntakeService: Sendable {
             return state.pressured
         }
         for partition in pause { core.log.info("partition paused by backpressure", ["partition": .string(partition.description)]) }
+        core.relieve(pause.map { PartitionID(topic: $0.topic, partition: $0.partition) })
         for partition in resume { core.log.info("partition resumed", ["partition": .string(partition.description)]) }
         for topic in [topics.activityUpdates, topics.broadcastUpdates] {
             core.metrics.pausedPartitions.labels(topic).set(paused.filter { $0.topic == topic }.count)

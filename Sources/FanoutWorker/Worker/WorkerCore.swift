@@ -176,6 +176,19 @@ final class WorkerCore: Sendable {
         }
     }
 
+    /// Partitions just paused by backpressure: their targets' held minor updates go now (min_interval
+    /// and the budget permitting), so the offsets they carry complete and the partitions resume
+    /// instead of waiting for max_quiet.
+    func relieve(_ partitions: [PartitionID]) {
+        guard !partitions.isEmpty else { return }
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        state.withLock { state in
+            for partition in partitions { state.engine.relieve(partition, now: now, into: &actions) }
+        }
+        perform(actions)
+    }
+
     /// Marks partitions as closing (no new sends), for the duration of a revoke.
     func beginClosing(_ partitions: [PartitionID]) {
         state.withLock { $0.closing.formUnion(partitions) }

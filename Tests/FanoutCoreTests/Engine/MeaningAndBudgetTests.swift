@@ -22,6 +22,32 @@ import Testing
         #expect(held.priority == 5)
     }
 
+    /// A partition paused by backpressure must not stay paused for max_quiet while its targets hold
+    /// minor updates (and the offsets they carry): relief sends them as soon as min_interval allows.
+    @Test func reliefSendsHeldMinorUpdatesOfThatPartitionOnly() throws {
+        var h = Harness(configuration: Self.progressConfiguration())
+        let other = PartitionID(topic: "activity-updates", partition: 1)
+        h.register(tokenB, key: "elsewhere", at: 1)
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100, fields: [("done", 10)])).sends.first))
+        h.complete(try #require(h.feed(makeEvent("x1", target: "elsewhere", timestamp: 100, fields: [("done", 10)]), partition: other).sends.first))
+        h.advance(2 * sec)
+        #expect(h.feed(makeEvent("e2", timestamp: 102, fields: [("done", 12)])).sends.isEmpty)
+        #expect(h.feed(makeEvent("x2", target: "elsewhere", timestamp: 102, fields: [("done", 12)]), partition: other).sends.isEmpty)
+        #expect(h.engine.commitPoints().contains(CommitPoint(partition: activityPartition, offset: 1)))
+        var actions: [EngineAction] = []
+        h.engine.relieve(activityPartition, now: h.now, into: &actions)
+        let relieved = try #require(actions.sends.first)
+        #expect(actions.sends.count == 1 && relieved.event.id == "e2" && relieved.priority == 5)
+        h.complete(relieved)
+        #expect(h.engine.commitPoints().contains(CommitPoint(partition: activityPartition, offset: 2)), "the held offset is done")
+        // The other partition's minor update still waits for max_quiet; the relieved target is normal again.
+        #expect(h.advance(20 * sec).sends.isEmpty)
+        h.feed(makeEvent("e3", timestamp: 130, fields: [("done", 13)]))
+        #expect(h.actions.sends.filter { $0.event.id == "e3" }.isEmpty, "after its send a target holds minor updates again")
+        let later = try #require(h.advance(8 * sec).sends.first)
+        #expect(later.event.id == "x2")
+    }
+
     @Test func progressPastDeltaIsSentAtPriority5() throws {
         var h = Harness(configuration: Self.progressConfiguration())
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100, fields: [("done", 10)])).sends.first))
