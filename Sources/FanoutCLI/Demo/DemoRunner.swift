@@ -22,11 +22,14 @@ enum DemoRunner {
         var problems: [String] = []
 
         let startup = clock.now
-        if let problem = try await waitUntilReady(stage.worker, deadline: deadline, options: options) {
-            problems.append(problem)
-        } else {
+        switch try await stage.pipeline.startWorkers(deadline: deadline, interrupted: { options.interrupt.isSet }) {
+        case .ready:
             console.note(console.paint("Worker ready in \(format(clock.now - startup)) — playing the scene"
                                        + (options.speed == 1 ? "" : " at \(options.speed)×") + ".", .dim))
+        case .interrupted:
+            problems.append(interruptedProblem)
+        case .timedOut(let reasons):
+            problems.append("the worker did not become ready within \(options.timeout): \(reasons)")
         }
 
         // Story second 0 lies `length` seconds in the past, so no event is dated in the future.
@@ -47,13 +50,7 @@ enum DemoRunner {
 
         try await stage.shutdown()
         let summary = stage.worker.summary
-        let committed = try await onOwnThread { () throws -> [TopicPartition: Int64?] in
-            // Not subscribed: it never joins the group, it only asks the coordinator for the group's commits.
-            let reader = try KafkaConsumer(configuration: stage.cluster.configuration(["log_level": "3"]), groupID: stage.configuration.kafka.groupID)
-            let committed = try reader.committed(stage.eventPartitions, timeout: .seconds(5))
-            try reader.close()
-            return committed
-        }
+        let committed = try await stage.pipeline.committedOffsets()
 
         var outcome = DemoOutcome(
             scene: scene, faces: board.faces, worker: summary, ledger: ledger.snapshot, committed: committed,
@@ -74,21 +71,6 @@ enum DemoRunner {
             }
         }
         return outcome
-    }
-
-    /// Waits for `/readyz`'s condition (partitions assigned, APNs reachable). Returns a problem on timeout.
-    private static func waitUntilReady(_ worker: Worker, deadline: ContinuousClock.Instant, options: DemoOptions) async throws -> String? {
-        // start() reads topic metadata and joins the group: blocking librdkafka calls.
-        try await onOwnThread { try worker.start() }
-        while true {
-            let readiness = worker.isReady()
-            if readiness.isReady { return nil }
-            if options.interrupt.isSet { return interruptedProblem }
-            guard ContinuousClock.now < deadline else {
-                return "the worker did not become ready within \(options.timeout): \(readiness.reasons.joined(separator: "; "))"
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
     }
 
     /// Plays story second 0 (token registrations) and waits until the worker applied them.
@@ -140,7 +122,7 @@ enum DemoRunner {
                 break
             }
             if state == .finished && player.ledger.settled
-                && pendingCommits(stage: stage, ends: ledgerState.ends, summary: stage.worker.summary).isEmpty
+                && stage.pipeline.pendingCommits(ends: ledgerState.ends).isEmpty
                 && outcomesShown(tail: stage.tail, summary: stage.worker.summary) {
                 break
             }
@@ -207,15 +189,6 @@ enum DemoRunner {
 
     // MARK: Completion
 
-    /// Event partitions whose committed offset has not reached the end the producer wrote.
-    static func pendingCommits(stage: DemoStage, ends: [TopicPartition: Int64], summary: WorkerSummary) -> [String] {
-        stage.eventPartitions.compactMap { partition in
-            let end = ends[partition] ?? 0
-            let committed = summary.committed[partition.description] ?? 0
-            return committed >= end ? nil : "\(partition): committed \(committed) of \(end)"
-        }
-    }
-
     private static func outcomesShown(tail: KafkaTopicTail, summary: WorkerSummary) -> Bool {
         let records = tail.records
         let feedbackTopic = FanoutConfiguration.defaults().kafka.topics.activityTokenFeedback
@@ -231,7 +204,7 @@ enum DemoRunner {
         for (topic, count) in state.enqueued.sorted(by: { $0.key < $1.key }) where (state.acked[topic] ?? 0) < count {
             pending.append("  \(topic): \(count - (state.acked[topic] ?? 0)) record(s) not acknowledged by Kafka")
         }
-        pending += pendingCommits(stage: stage, ends: state.ends, summary: stage.worker.summary).map { "  " + $0 }
+        pending += stage.pipeline.pendingCommits(ends: state.ends).map { "  " + $0 }
         for (name, expected) in scene.expectedFinal.sorted(by: { $0.key < $1.key }) {
             let face = board.faces[name]
             if face == nil || !DemoChecks.sameJSON(face!.contentState, expected.contentState) || face!.ended != expected.ended {
@@ -265,15 +238,5 @@ enum DemoRunner {
 
     static func format(_ duration: Duration) -> String {
         String(format: "%.1f s", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
-    }
-}
-
-/// Runs a blocking call (librdkafka flush, commit queries, joining a reader thread) on a thread of
-/// its own, never on Swift's cooperative pool.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.name = "demo-blocking"
-        thread.start()
     }
 }

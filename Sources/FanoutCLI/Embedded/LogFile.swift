@@ -9,7 +9,7 @@ final class LogFile: Sendable {
 
     init(path: String) throws {
         guard FileManager.default.createFile(atPath: path, contents: nil) else {
-            throw DemoError("cannot create the worker log file \(path)")
+            throw EmbeddedError("cannot create the worker log file \(path)")
         }
         handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
     }
@@ -26,9 +26,4 @@ final class LogFile: Sendable {
 
     /// Lines that could not be written (disk full, file removed).
     var failedWrites: Int { failures.load(ordering: .relaxed) }
-}
-
-struct DemoError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
