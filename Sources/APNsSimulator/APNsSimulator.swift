@@ -153,6 +153,11 @@ public final class APNsSimulator: Sendable {
 
     /// Accepted pushes still in memory (the newest `deliveryMemoryCapacity`), oldest first.
     public func deliveries() -> [DeliveryRecord] { engine.state.withLock { $0.deliveries } }
+    /// Accepted pushes numbered 0, 1, … in arrival order, from `index` on: the records still in memory
+    /// (`deliveryMemoryCapacity`), the index to pass next time, and how many were dropped before being read.
+    public func deliveries(from index: Int) -> (records: [DeliveryRecord], next: Int, missed: Int) {
+        engine.state.withLock { $0.deliveries(from: index) }
+    }
 
     public func deviceView(token: String) -> DeviceView? { engine.state.withLock { $0.deviceViews.view(token) } }
     public func deviceView(channel: String) -> DeviceView? { engine.state.withLock { $0.channelViews.view(channel) } }

@@ -25,6 +25,23 @@ struct SimulatorStateTests {
         #expect(state.stats.accepted == 5)
     }
 
+    @Test func deliveriesFromAnIndexFollowTheRingAndCountWhatItDropped() {
+        var configuration = APNsSimulatorConfiguration(teamID: "TEAM123456", keys: [:], apps: ["com.example.app"])
+        configuration.deliveryMemoryCapacity = 3
+        var state = SimulatorState(configuration: configuration)
+        #expect(state.deliveries(from: 0).records.isEmpty && state.deliveries(from: 0).next == 0)
+        for number in 0..<2 { state.recordAccepted(Self.record(number, token: "t"), event: .update, contentState: "{}") }
+        let first = state.deliveries(from: 0)
+        #expect(first.records.map(\.apnsID) == ["id-0", "id-1"] && first.next == 2 && first.missed == 0)
+        for number in 2..<7 { state.recordAccepted(Self.record(number, token: "t"), event: .update, contentState: "{}") }
+        // The ring holds 4, 5, 6: a reader at 2 lost 2 and 3.
+        let second = state.deliveries(from: first.next)
+        #expect(second.records.map(\.apnsID) == ["id-4", "id-5", "id-6"] && second.next == 7 && second.missed == 2)
+        let third = state.deliveries(from: 5)
+        #expect(third.records.map(\.apnsID) == ["id-5", "id-6"] && third.next == 7 && third.missed == 0)
+        #expect(state.deliveries(from: 7).records.isEmpty && state.deliveries(from: 7).next == 7)
+    }
+
     @Test func tokensSharingATailKeepSeparateViews() {
         let configuration = APNsSimulatorConfiguration(teamID: "TEAM123456", keys: [:], apps: ["com.example.app"])
         var state = SimulatorState(configuration: configuration)

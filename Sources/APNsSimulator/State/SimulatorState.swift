@@ -123,6 +123,20 @@ struct SimulatorState {
         ring.count < ringCapacity ? ring : Array(ring[ringNext...] + ring[..<ringNext])
     }
 
+    /// Accepted records numbered 0, 1, … in arrival order: those numbered `index` or later that memory
+    /// still holds, the number to ask for next, and how many from `index` on were already dropped
+    /// (the memory keeps the newest `ringCapacity`). Lets a reader follow the log without copying it whole.
+    func deliveries(from index: Int) -> (records: [DeliveryRecord], next: Int, missed: Int) {
+        let oldest = acceptedCount - ring.count
+        let first = max(index, oldest)
+        guard first < acceptedCount else { return ([], max(index, acceptedCount), 0) }
+        var records: [DeliveryRecord] = []
+        records.reserveCapacity(acceptedCount - first)
+        let start = ring.count < ringCapacity ? 0 : ringNext
+        for number in first..<acceptedCount { records.append(ring[(start + number - oldest) % ring.count]) }
+        return (records, acceptedCount, first - index)
+    }
+
     var stats: APNsSimulatorStats {
         var responses: [String: Int] = [:]
         if okCount > 0 { responses["200"] = okCount }
