@@ -12,6 +12,7 @@ public enum Fanout {
         APNsSimCommand.self,
         RunCommand.self,
         ReplayCommand.self,
+        LoadTestCommand.self,
         BenchCommand.self,
         ChannelsCommand.self,
     ]
