@@ -166,10 +166,15 @@ enum LoadTestRunner {
         report.checks = checks(report: report, summary: summary, audit: audit, committed: committed,
                                ends: ledger.snapshot.ends.filter { pipeline.eventPartitions.contains($0.key) },
                                missed: reader.missed, feedback: summary.feedbackRecords, logFailures: logFiles.reduce(0) { $0 + $1.failedWrites })
+        report.workerLogDirectory = directory
+        // A failed run keeps its directory: the workers' logs say why.
         if report.passed && options.keepLogDirectory == nil {
-            try? FileManager.default.removeItem(atPath: directory)
-        } else {
-            report.workerLogDirectory = directory
+            do {
+                try FileManager.default.removeItem(atPath: directory)
+                report.workerLogDirectory = nil
+            } catch {
+                progress("could not remove the run's temporary directory \(directory): \(error)")
+            }
         }
         return report
     }
@@ -234,6 +239,7 @@ enum LoadTestRunner {
                 }
             }
         } catch is CancellationError {
+            // Cancelled only after the runner stopped waiting (interrupt, timeout): what was published is reported.
         } catch {
             generation.failure = "publishing the mix failed: \(error)"
         }
