@@ -46,18 +46,12 @@ struct LoadTestCommand: Command {
       --keep-log <dir>          keep the workers' JSON logs in <dir> (by default a temporary directory, removed after a pass)
 
     Exit status: 0 when every check passes, 1 when a check fails or the run did not complete (each failed
-    check is printed with an example), 2 on a usage error, 130 when interrupted (the workers are stopped
+    check is printed with an example), 64 on a usage error (like every fanout command), 130 when interrupted (the workers are stopped
     cleanly and what was measured is reported).
     """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let options: LoadTestOptions
-        do {
-            options = try LoadTestOptions.parse(arguments)
-        } catch let error as UsageError {
-            Output.err("fanout loadtest: \(error.description)\nRun 'fanout loadtest --help' for usage.")
-            return 2
-        }
+        let options = try LoadTestOptions.parse(arguments)  // a UsageError: printed with the help hint, exit 64
         // The runner stops itself at the timeout; this guards the shutdown after it (drain, final commit,
         // flush: each bounded at 5 s) so a stuck library call still ends the process loudly.
         let grace = options.timeout + .seconds(60)

@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func theCommandExitsWithTwoOnAUsageError() async throws {
-        #expect(try await LoadTestCommand.run(["--workers", "0"]) == 2)
-        #expect(try await LoadTestCommand.run(["--nonsense"]) == 2)
+        await #expect(throws: UsageError.self) { _ = try await LoadTestCommand.run(["--workers", "0"]) }
+        await #expect(throws: UsageError.self) { _ = try await LoadTestCommand.run(["--nonsense"]) }
     }
 }
