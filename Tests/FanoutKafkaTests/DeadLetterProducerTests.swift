@@ -2,6 +2,20 @@ import Testing
 @testable import FanoutKafka
 
 @Suite struct DeadLetterProducerTests {
+    /// The record a delivery report points at, read back from the cluster.
+    static func readBack(_ report: KafkaDeliveryReport, from cluster: MockKafkaCluster) async throws -> KafkaMessage {
+        let reader = try KafkaPartitionReader(configuration: cluster.configuration())
+        return try await onThread { () -> KafkaMessage in
+            try reader.assign([TopicPartition(report.topic, report.partition): .offset(report.offset)])
+            var found: KafkaMessage?
+            try pollUntil({ try reader.poll(timeout: $0) }, what: "dead letter") { batch in
+                found = found ?? batch.messages.first
+                return found != nil
+            }
+            return found!
+        }
+    }
+
     @Test func deadLetterCarriesOriginalBytesAndHeadersPlusReason() async throws {
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("updates")
@@ -29,16 +43,7 @@ import Testing
         let report = try await deadLetters.deadLetter(source, reason: "timestamp-in-milliseconds", detail: "timestamp 1772788200000")
         #expect(report.topic == topic + "-dlq")
 
-        let dlqReader = try KafkaPartitionReader(configuration: cluster.configuration())
-        let record = try await onThread { () -> KafkaMessage in
-            try dlqReader.assign([TopicPartition(report.topic, report.partition): .offset(report.offset)])
-            var found: KafkaMessage?
-            try pollUntil({ try dlqReader.poll(timeout: $0) }, what: "dead letter") { batch in
-                found = found ?? batch.messages.first
-                return found != nil
-            }
-            return found!
-        }
+        let record = try await Self.readBack(report, from: cluster)
         #expect(record.key == bytes("export-42"))
         #expect(record.value == original)
         #expect(Array(record.headers.prefix(2)) == originalHeaders)
@@ -59,16 +64,7 @@ import Testing
                                 value: [UInt8](repeating: 0x20, count: 999_990), headers: [KafkaHeader(name: "trace", string: "abc")])
         let deadLetters = DeadLetterProducer(producer: producer)
         let report = try await deadLetters.deadLetter(huge, reason: "event-too-large", detail: "999990 bytes")
-        let dlqReader = try KafkaPartitionReader(configuration: cluster.configuration())
-        let record = try await onThread { () -> KafkaMessage in
-            try dlqReader.assign([TopicPartition(report.topic, report.partition): .offset(report.offset)])
-            var found: KafkaMessage?
-            try pollUntil({ try dlqReader.poll(timeout: $0) }, what: "dead letter") { batch in
-                found = found ?? batch.messages.first
-                return found != nil
-            }
-            return found!
-        }
+        let record = try await Self.readBack(report, from: cluster)
         #expect(record.key == bytes("export-42"))
         #expect(record.value == nil)
         #expect(record.header("trace") == nil)
