@@ -61,7 +61,7 @@ extension WorkerCore {
             return false
         }
         if closing {
-            return complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil)
+            return complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil, sentToAPNs: false)
         }
         if send.budgetDowngraded { metrics.budgetDowngrades.labels(send.lane.rawValue).increment() }
         if case .channel(let channel) = send.destination {
@@ -69,7 +69,8 @@ extension WorkerCore {
                 // The lookup finished (on the management client's side): send now, unless the
                 // partition started closing meanwhile (the send is then retried by its next owner).
                 if state.withLock({ $0.closing.contains(send.partition) }) {
-                    perform(complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil))
+                    perform(complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil,
+                                     sentToAPNs: false))
                 } else {
                     perform(dispatch(send, channelPolicy: policy))
                 }
@@ -107,20 +108,14 @@ extension WorkerCore {
     }
 
     /// Feeds a send's outcome to the engine and records it; returns the engine's actions.
-    private func complete(_ send: SendRequest, outcome: SendOutcome, result: APNsResult?, started: ContinuousClock.Instant?) -> [EngineAction] {
+    /// - Parameter sentToAPNs: false for a send stopped before it reached the client (its partition is
+    ///   being revoked): the engine hears of it, the APNs send and error metrics do not.
+    private func complete(_ send: SendRequest, outcome: SendOutcome, result: APNsResult?, started: ContinuousClock.Instant?,
+                          sentToAPNs: Bool = true) -> [EngineAction] {
         let lane = send.lane.rawValue
         let priority = send.priority >= 10 ? "10" : "5"
         if let started { metrics.apnsLatency.labels(lane).observe(ContinuousClock.now - started) }
-        metrics.sends.labels(lane, priority, Self.sendResult(outcome).rawValue).increment()
-        if case .delivered = outcome {
-            metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.sent.rawValue).increment()
-            if send.coveredOffsets.count > 1 {
-                metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.coalesced.rawValue).increment(by: UInt64(send.coveredOffsets.count - 1))
-            }
-        } else {
-            let status = result?.status.map(String.init) ?? "none"
-            metrics.apnsErrors.labels(lane, status, Self.reasonLabel(outcome, result: result)).increment()
-        }
+        if sentToAPNs { record(outcome, of: send, result: result, lane: lane, priority: priority) }
         let now = clock.now()
         var actions: [EngineAction] = []
         state.withLock { state in
@@ -163,6 +158,20 @@ extension WorkerCore {
                       ["key": .string(send.target), "status": .int(status), "reason": .string(reason)])
         }
         return actions
+    }
+
+    /// The send and error metrics of an answered (or failed on the wire) send.
+    private func record(_ outcome: SendOutcome, of send: SendRequest, result: APNsResult?, lane: String, priority: String) {
+        metrics.sends.labels(lane, priority, Self.sendResult(outcome).rawValue).increment()
+        if case .delivered = outcome {
+            metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.sent.rawValue).increment()
+            if send.coveredOffsets.count > 1 {
+                metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.coalesced.rawValue).increment(by: UInt64(send.coveredOffsets.count - 1))
+            }
+        } else {
+            let status = result?.status.map(String.init) ?? "none"
+            metrics.apnsErrors.labels(lane, status, Self.reasonLabel(outcome, result: result)).increment()
+        }
     }
 
     private func tokenField(_ destination: Destination) -> LogValue {
