@@ -25,6 +25,20 @@ struct TokenStateTests {
         #expect(harness.simulator.deliveries().compactMap(\.token) == [valid, String(repeating: "04", count: 32)])
     }
 
+    /// A token issued for one app, pushed under another app's topic: 400 DeviceTokenNotForTopic.
+    @Test func aTokenBoundToAnAppRefusesOtherTopics() async throws {
+        let harness = try SimulatorHarness(configure: { $0.apps.append("com.example.other") })
+        let mine = String(repeating: "07", count: 32), theirs = String(repeating: "08", count: 32)
+        harness.simulator.registerToken(mine, state: .validFor(bundleID: SimulatorHarness.app))
+        harness.simulator.registerToken(theirs, state: .validFor(bundleID: "com.example.other"))
+        #expect(try await harness.devicePush(token: mine).status == 200)
+        let wrong = try await harness.devicePush(token: theirs)
+        #expect(wrong.status == 400)
+        #expect(wrong.reason == "DeviceTokenNotForTopic")
+        let other = try await harness.devicePush(token: theirs, headers: harness.pushHeaders(["apns-topic": "com.example.other.push-type.liveactivity"]))
+        #expect(other.status == 200)
+    }
+
     @Test func unknownTokensRejectedWhenConfigured() async throws {
         let harness = try SimulatorHarness(configure: { $0.rejectUnknownTokens = true })
         let known = String(repeating: "05", count: 32)

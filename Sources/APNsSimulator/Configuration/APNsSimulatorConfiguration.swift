@@ -72,6 +72,9 @@ public struct APNsSimulatorConfiguration: Sendable {
 public enum TokenState: Sendable, Equatable {
     /// Accepted (200).
     case valid
+    /// Accepted for this app's topic only; any other topic gets 400 DeviceTokenNotForTopic, as Apple
+    /// answers a token used with an app it was not issued for.
+    case validFor(bundleID: String)
     /// 410 Unregistered with `timestamp` (milliseconds since the epoch) in the body.
     case unregistered(timestampMillis: Int64)
     /// 400 BadDeviceToken.

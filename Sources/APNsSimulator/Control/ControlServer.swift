@@ -170,9 +170,14 @@ final class ControlServer: Sendable {
             let token = String(path.dropFirst("/tokens/".count))
             guard !token.isEmpty, let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
                   let state = object["state"] as? String
-            else { return error(400, "expected {\"state\": \"valid\"|\"bad\"|\"unregistered\", \"timestamp\": ms}") }
+            else { return error(400, "expected {\"state\": \"valid\"|\"bad\"|\"unregistered\", \"timestamp\": ms, \"app\": bundle id (valid only)}") }
             switch state {
-            case "valid": simulator.registerToken(token, state: .valid)
+            case "valid":
+                if let app = object["app"] as? String {
+                    simulator.registerToken(token, state: .validFor(bundleID: app))
+                } else {
+                    simulator.registerToken(token, state: .valid)
+                }
             case "bad": simulator.registerToken(token, state: .bad)
             case "unregistered":
                 let millis = (object["timestamp"] as? NSNumber)?.int64Value ?? Int64(simulator.configuration.clock() * 1000)

@@ -88,8 +88,9 @@ final class SimulatorEngine: Sendable {
             case .proceed:
                 var outcome = verdict
                 if case .success = outcome {
-                    if device != nil, let token {
-                        if let refusal = state.admitDevice(token: token, now: now) { outcome = .failure(refusal) }
+                    if let device, let token {
+                        let bundle = catalog.apps[device.appIndex].bundleID
+                        if let refusal = state.admitDevice(token: token, bundleID: bundle, now: now) { outcome = .failure(refusal) }
                     } else if let broadcast {
                         let bundle = catalog.apps[broadcast.appIndex].bundleID
                         if let refusal = state.channels.admit(bundleID: bundle, id: broadcast.channelID, expiration: broadcast.expiration) {

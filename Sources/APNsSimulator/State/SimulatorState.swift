@@ -77,8 +77,11 @@ struct SimulatorState {
     }
 
     /// Token state and per-token rate for a device push that passed the request rules.
-    mutating func admitDevice(token: String, now: Double) -> Refusal? {
+    mutating func admitDevice(token: String, bundleID: String, now: Double) -> Refusal? {
         switch tokens.isEmpty ? nil : tokens[token] {
+        case .validFor(let owner)? where owner != bundleID:
+            return Refusal(.deviceTokenNotForTopic, "token registered for \(owner), pushed with topic \(bundleID)")
+        case .validFor?: break
         case .bad?: return Refusal(.badDeviceToken)
         case .unregistered(let millis)?: return Refusal(.unregistered, timestampMillis: millis)
         case nil where rejectUnknownTokens: return Refusal(.badDeviceToken, "token not registered with the simulator")

@@ -47,7 +47,11 @@ enum LoadTestRunner {
             try pipeline.simulator.createChannel(bundleID: LoadMix.sportsApp, storagePolicy: 0)
         }
         let mix = LoadMix(plan: plan, activities: options.activities, channelIDs: channels, seed: options.seed)
-        for target in mix.targets where !target.broadcast { pipeline.simulator.registerToken(target.destination, state: .valid) }
+        // Each token is valid for its own app's topic only (DeviceTokenNotForTopic otherwise), so a push sent
+        // under the wrong app shows up as a token reported gone.
+        for target in mix.targets where !target.broadcast {
+            pipeline.simulator.registerToken(target.destination, state: .validFor(bundleID: target.app))
+        }
 
         var report = LoadTestReport(
             setup: .init(seed: options.seed, workers: options.workers, activities: options.activities, channels: options.channels,
