@@ -66,6 +66,12 @@ extension FanoutEngine {
                                                   hint: &targets[index].tokenEntry) else {
                 return waitForToken(slot, now: now, into: &actions)
             }
+            guard record.appIndex == TokenRegistry.Record.anyApp || record.appIndex == targets[index].appIndex else {
+                // Issued for another app: APNs would refuse it under this app's topic (DeviceTokenNotForTopic),
+                // and the token, good for its own app, would be reported gone. Wait for one of this app.
+                return waitForToken(slot, now: now, into: &actions,
+                                    why: "the registered token belongs to app '\(apps[Int(record.appIndex)])', the events to '\(apps[Int(targets[index].appIndex)])'")
+            }
             targets[index].tokenWaitSince = -1
             destination = .activityToken(record.token)
             environment = record.environment
@@ -109,7 +115,7 @@ extension FanoutEngine {
     }
 
     /// No usable token: wait up to `tokenWait`, then dead-letter everything pending as `no-token`.
-    private mutating func waitForToken(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
+    private mutating func waitForToken(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction], why: String? = nil) {
         let index = Int(slot)
         if targets[index].tokenWaitSince < 0 { targets[index].tokenWaitSince = now }
         let deadline = targets[index].tokenWaitSince + configuration.tokenWait
@@ -118,7 +124,8 @@ extension FanoutEngine {
         targets[index].tokenWaitSince = -1
         if update.event.kind == .end { targets[index].ended = true }
         deadLetter(update.offsets, partitionSlot: targets[index].partitionSlot, reason: .noToken,
-                   detail: "no usable push token for activity '\(targets[index].key)' within \(configuration.tokenWait / 1_000_000) ms",
+                   detail: "no usable push token for activity '\(targets[index].key)' within \(configuration.tokenWait / 1_000_000) ms"
+                       + (why.map { ": \($0)" } ?? ""),
                    target: targets[index].key, app: apps[Int(targets[index].appIndex)], into: &actions)
     }
 

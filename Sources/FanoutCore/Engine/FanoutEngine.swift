@@ -118,7 +118,7 @@ public struct FanoutEngine: Sendable {
         }
         if event.kind != .start, event.lane == .activity, let token = event.token {
             tokens.register(key: event.target, token: token, environment: nil, at: event.timestamp,
-                            partition: source.partition.partition)
+                            partition: source.partition.partition, appIndex: targets[index].appIndex)
         }
         targets[index].latestAccepted = event.timestamp
         if event.kind == .end { targets[index].endAccepted = true }
@@ -160,9 +160,11 @@ public struct FanoutEngine: Sendable {
 
     /// A registration from activity-tokens (or a rotation). Takes effect for the next send; wakes a
     /// target waiting for a token.
+    /// `app`: the bundle id the registration names (nil: valid for whatever app the events name).
     public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
-                                         partition: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
-        guard tokens.register(key: key, token: token, environment: environment, at: at, partition: partition) else { return }
+                                         partition: Int32, app: String? = nil, now: Nanoseconds, into actions: inout [EngineAction]) {
+        let appIndex = app.map { internApp($0) } ?? TokenRegistry.Record.anyApp
+        guard tokens.register(key: key, token: token, environment: environment, at: at, partition: partition, appIndex: appIndex) else { return }
         if let slot = slot(of: TargetHash(lane: .activity, id: key), id: key) { evaluate(slot, now: now, into: &actions) }
     }
 
@@ -237,6 +239,6 @@ extension FanoutEngine {
     public mutating func tokenRegistered(key: String, record: TokenRecord, partition: Int32, now: Nanoseconds,
                                          into actions: inout [EngineAction]) {
         tokenRegistered(key: key, token: record.token, environment: APNsEnvironment(rawValue: record.environment.rawValue),
-                        at: record.at, partition: partition, now: now, into: &actions)
+                        at: record.at, partition: partition, app: record.app, now: now, into: &actions)
     }
 }

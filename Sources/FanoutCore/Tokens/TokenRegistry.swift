@@ -4,7 +4,7 @@ import APNsModel
 ///
 /// A rotation replaces the token for the next send. A token APNs reported gone is kept, marked gone,
 /// so no send uses it again until a newer registration arrives. Memory per key: the key, the token
-/// string and 16 bytes (the app is not kept: the target knows its app).
+/// string and 16 bytes (the app as the engine's 2-byte index).
 public struct TokenRegistry: Sendable {
     public struct Record: Sendable, Hashable {
         public var token: String
@@ -15,6 +15,11 @@ public struct TokenRegistry: Sendable {
         public var gone: Bool
         /// nil for inline tokens: the worker uses the app's configured environment.
         public var environment: APNsEnvironment?
+        /// The engine's index of the app the registration named (`Record.anyApp` when it named none):
+        /// a token is issued for one app and APNs refuses it under another app's topic.
+        public var appIndex: UInt16 = Record.anyApp
+
+        public static let anyApp = UInt16.max
     }
 
     // A slab of (key, record) addressed through a `TargetTable` keyed by the FNV hash of the key: the
@@ -60,22 +65,25 @@ public struct TokenRegistry: Sendable {
     /// Applies a registration. Returns true when it changed the usable token (new token, or gone → usable).
     /// An older registration (`at` below the current one's) is ignored: the compacted topic may replay it.
     @discardableResult
-    public mutating func register(key: String, token: String, environment: APNsEnvironment?, at: Int64, partition: Int32) -> Bool {
+    public mutating func register(key: String, token: String, environment: APNsEnvironment?, at: Int64, partition: Int32,
+                                  appIndex: UInt16 = Record.anyApp) -> Bool {
         let hash = TargetHash(lane: .activity, id: key)
         if let entry = entry(for: key, hash: hash), let existing = entries[Int(entry)].record {
             if existing.token == token {
                 // Same token re-published: revives it only when strictly newer than the registration it replaced.
                 if existing.gone && at > existing.at {
-                    entries[Int(entry)].record = Record(token: token, at: at, partition: partition, gone: false, environment: environment ?? existing.environment)
+                    entries[Int(entry)].record = Record(token: token, at: at, partition: partition, gone: false,
+                                                        environment: environment ?? existing.environment,
+                                                        appIndex: appIndex == Record.anyApp ? existing.appIndex : appIndex)
                     return true
                 }
                 return false
             }
             guard at >= existing.at else { return false }
-            entries[Int(entry)].record = Record(token: token, at: at, partition: partition, gone: false, environment: environment)
+            entries[Int(entry)].record = Record(token: token, at: at, partition: partition, gone: false, environment: environment, appIndex: appIndex)
             return true
         }
-        store(Record(token: token, at: at, partition: partition, gone: false, environment: environment), for: key, hash: hash)
+        store(Record(token: token, at: at, partition: partition, gone: false, environment: environment, appIndex: appIndex), for: key, hash: hash)
         return true
     }
 

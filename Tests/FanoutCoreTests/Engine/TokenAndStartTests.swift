@@ -33,6 +33,25 @@ import Testing
         #expect(h.engine.tokens.record(for: "export-42")?.at == 7)
     }
 
+    /// A token registered for another app is never sent under this app's topic (APNs: DeviceTokenNotForTopic,
+    /// and the token, good for its own app, would be reported gone): the update waits for a token of its
+    /// own app, and is dead-lettered no-token saying why.
+    @Test func aTokenOfAnotherAppIsNotUsed() throws {
+        var h = Harness(registerToken: false)
+        var actions: [EngineAction] = []
+        h.engine.tokenRegistered(key: "export-42", record: TokenRecord(token: tokenB, app: "com.example.rides", environment: .production, at: 7),
+                                 partition: 0, now: h.now, into: &actions)
+        #expect(h.feed(makeEvent("e1", timestamp: 100)).sends.isEmpty)
+        let letter = try #require(h.advance(30 * sec).deadLetters.first)
+        #expect(letter.reason == .noToken)
+        #expect(letter.detail.contains("com.example.rides") && letter.detail.contains("com.example.exports"), "\(letter.detail)")
+        // A registration for the events' app is used at once.
+        h.feed(makeEvent("e2", timestamp: 101))
+        h.engine.tokenRegistered(key: "export-42", record: TokenRecord(token: tokenA, app: "com.example.exports", environment: .production, at: 8),
+                                 partition: 0, now: h.now, into: &actions)
+        #expect(actions.sends.map(\.destination) == [.activityToken(tokenA)])
+    }
+
     @Test func rotationTakesEffectForTheNextSendAndOlderRegistrationIsIgnored() throws {
         var h = Harness()
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
