@@ -26,6 +26,9 @@ final class EmbeddedPipeline: Sendable {
         /// Answer 400 BadDeviceToken for tokens not registered with the simulator.
         var rejectUnknownTokens = false
         var simulatorSeed: UInt64 = 1
+        /// Each app signs with its own provider key (same team) instead of one shared key: the workers
+        /// then keep apps of different keys on different connections, as APNs requires.
+        var keyPerApp = false
     }
 
     /// librdkafka's defaults make the mock cluster finish a rebalance only after minutes; with more
@@ -39,7 +42,6 @@ final class EmbeddedPipeline: Sendable {
     let simulator: APNsSimulator
     let cluster: MockKafkaCluster
     let configuration: FanoutConfiguration
-    let credentials: SimulatorCredentials
     /// The partitions whose commits count: activity-updates and broadcast-updates.
     let eventPartitions: [TopicPartition]
     /// The dead-letter topics and activity-token-feedback (one partition each).
@@ -53,12 +55,17 @@ final class EmbeddedPipeline: Sendable {
         precondition(layout.workers >= 1 && layout.activityPartitions >= 1 && layout.broadcastPartitions >= 1)
         try FileManager.default.createDirectory(atPath: layout.directory, withIntermediateDirectories: true)
 
-        // A throwaway provider key: the simulator trusts its public half, the workers sign with it.
-        credentials = try SimulatorCredentials.generate(teamID: "DEMOTEAM01", keyID: "DEMOKEY001")
-        let keyPath = layout.directory + "/AuthKey_\(credentials.keyID).p8"
-        guard FileManager.default.createFile(atPath: keyPath, contents: Data(try credentials.privateKey.pemPKCS8().utf8),
-                                             attributes: [.posixPermissions: 0o600]) else {
-            throw EmbeddedError("cannot write the signing key to \(keyPath)")
+        // Throwaway provider keys (one, or one per app): the simulator trusts their public halves, the
+        // workers sign with them.
+        var signers: [(credentials: SimulatorCredentials, keyPath: String)] = []
+        for index in 0..<(layout.keyPerApp ? layout.apps.count : 1) {
+            let credentials = try SimulatorCredentials.generate(teamID: "DEMOTEAM01", keyID: String(format: "DEMOKEY%03d", index + 1))
+            let keyPath = layout.directory + "/AuthKey_\(credentials.keyID).p8"
+            guard FileManager.default.createFile(atPath: keyPath, contents: Data(try credentials.privateKey.pemPKCS8().utf8),
+                                                 attributes: [.posixPermissions: 0o600]) else {
+                throw EmbeddedError("cannot write the signing key to \(keyPath)")
+            }
+            signers.append((credentials, keyPath))
         }
 
         cluster = try MockKafkaCluster(brokers: 1)
@@ -76,8 +83,10 @@ final class EmbeddedPipeline: Sendable {
         eventPartitions = (0..<layout.activityPartitions).map { TopicPartition(topics.activityUpdates, Int32($0)) }
             + (0..<layout.broadcastPartitions).map { TopicPartition(topics.broadcastUpdates, Int32($0)) }
 
+        var trusted: [String: String] = [:]
+        for signer in signers { trusted[signer.credentials.keyID] = try signer.credentials.publicKeyPEM() }
         var simulatorConfiguration = APNsSimulatorConfiguration(
-            teamID: credentials.teamID, keys: [credentials.keyID: try credentials.publicKeyPEM()], apps: layout.apps.map(\.bundleID))
+            teamID: signers[0].credentials.teamID, keys: trusted, apps: layout.apps.map(\.bundleID))
         simulatorConfiguration.threads = 1
         simulatorConfiguration.seed = layout.simulatorSeed
         simulatorConfiguration.rejectUnknownTokens = layout.rejectUnknownTokens
@@ -90,9 +99,10 @@ final class EmbeddedPipeline: Sendable {
         simulator = try APNsSimulator(configuration: simulatorConfiguration)
         try simulator.start()
 
-        let apps = layout.apps.map { [credentials] app in
-            FanoutConfiguration.App(bundleID: app.bundleID, teamID: credentials.teamID, keyID: credentials.keyID, keyPath: keyPath,
-                                    frequentUpdates: app.frequentUpdates)
+        let apps = layout.apps.enumerated().map { index, app in
+            let signer = signers[index % signers.count]
+            return FanoutConfiguration.App(bundleID: app.bundleID, teamID: signer.credentials.teamID, keyID: signer.credentials.keyID,
+                                           keyPath: signer.keyPath, frequentUpdates: app.frequentUpdates)
         }
         var configuration = FanoutConfiguration.defaults(apps: apps)
         configuration.kafka.bootstrapServers = cluster.bootstrapServers

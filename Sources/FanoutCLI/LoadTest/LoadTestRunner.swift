@@ -33,6 +33,9 @@ enum LoadTestRunner {
             activityPartitions: options.partitions, broadcastPartitions: options.broadcastPartitions)
         layout.workers = options.workers
         layout.rejectUnknownTokens = true
+        // Each app signs with its own key, as apps of different teams or keys do in production: the run
+        // then also shows the workers keep them on separate connections (APNs refuses a second key on one).
+        layout.keyPerApp = true
         layout.deliveryMemoryCapacity = 200_000
         layout.simulatorSeed = options.seed
         var logFiles: [LogFile] = []
