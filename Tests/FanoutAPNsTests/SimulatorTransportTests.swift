@@ -58,26 +58,30 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
     let duplicates = Atomic<Int>(0)
     let done = Atomic<Int>(0)
     let requests = try (0..<count).map { try TestApps.push($0, token: token($0)) }
-    await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-        for (n, request) in requests.enumerated() {
-            do {
-                try client.send(request) { result in
-                    let duplicate = results.withLock { table in
-                        defer { table[n] = result }
-                        return table[n] != nil
-                    }
-                    if duplicate { duplicates.add(1, ordering: .relaxed) }
-                    if done.add(1, ordering: .relaxed).newValue == count { finished.resume() }
+    for (n, request) in requests.enumerated() {
+        do {
+            try client.send(request) { result in
+                let duplicate = results.withLock { table in
+                    defer { table[n] = result }
+                    return table[n] != nil
                 }
-            } catch {
-                Issue.record("enqueue \(n): \(error)")
-                if done.add(1, ordering: .relaxed).newValue == count { finished.resume() }
+                if duplicate { duplicates.add(1, ordering: .relaxed) }
+                done.add(1, ordering: .relaxed)
             }
+        } catch {
+            Issue.record("enqueue \(n): \(error)")
+            done.add(1, ordering: .relaxed)
         }
+    }
+    // Bounded: every request ends within the 30 s request timeout, so only a lost one reaches this
+    // deadline, and it fails the test with the client's stats instead of hanging the suite.
+    let deadline = ContinuousClock.now + .seconds(120)
+    while done.load(ordering: .relaxed) < count && ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(20))
     }
     #expect(duplicates.load(ordering: .relaxed) == 0, "a request completed twice")
     let table = results.withLock { $0 }
-    #expect(table.count == count, "every request completes exactly once")
+    #expect(table.count == count, "every request completes exactly once (\(count - table.count) never did; \(client.stats))")
     return (0..<count).compactMap { table[$0] }
 }
 
