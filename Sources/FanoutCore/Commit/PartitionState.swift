@@ -6,4 +6,6 @@ struct PartitionState: Sendable {
     var inFlight = 0
     var lane: Lane?
     var lastReportedCommit: Int64?
+    /// When the worker was given the partition (`assign(_:now:)`), or `.min` when it was never said.
+    var assignedAt: Nanoseconds = .min
 }

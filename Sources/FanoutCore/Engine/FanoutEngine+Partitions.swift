@@ -1,7 +1,15 @@
 /// Partitions, offsets, commit points, resolutions and backpressure counts.
 extension FanoutEngine {
     /// Starts tracking `partition` (idempotent). Receiving on an unassigned partition assigns it too.
-    public mutating func assign(_ partition: PartitionID) { _ = assignSlot(partition) }
+    ///
+    /// With `now` (the worker's assignment time), min_interval also holds across the handoff: the
+    /// previous owner's last send started before it gave the partition up, so a target this worker
+    /// first sees on the partition sends no earlier than `now + min_interval`. (Its priority-10 bucket
+    /// cannot be carried over: it starts full, as for any target first seen.)
+    public mutating func assign(_ partition: PartitionID, now: Nanoseconds? = nil) {
+        let slot = assignSlot(partition)
+        if let now, partitions[Int(slot)]!.assignedAt == .min { partitions[Int(slot)]!.assignedAt = now }
+    }
 
     /// Stops tracking `partitions`: returns their final commit points, then forgets their offsets,
     /// dedupe windows and targets (and, for activity-lane partitions, the token registrations of the
@@ -150,6 +158,8 @@ extension FanoutEngine {
             targets.append(TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
                                        generation: 0, incarnation: 0, now: now, budgetClass: budgetClass, budget: settings))
         }
+        // A handoff: nothing earlier than the assignment + min_interval (see `assign(_:now:)`).
+        targets[Int(slot)].lastSendAt = max(targets[Int(slot)].lastSendAt, partitions[Int(partitionSlot)]!.assignedAt)
         slotByKey.insert(hash, slot: slot)
         return slot
     }

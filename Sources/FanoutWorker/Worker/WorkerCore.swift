@@ -168,9 +168,10 @@ final class WorkerCore: Sendable {
     // MARK: Partitions
 
     func assign(_ partitions: [PartitionID]) {
+        let now = clock.now()
         state.withLock { state in
             for partition in partitions {
-                state.engine.assign(partition)
+                state.engine.assign(partition, now: now)
                 state.closing.remove(partition)
             }
         }

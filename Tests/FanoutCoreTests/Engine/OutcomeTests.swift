@@ -203,6 +203,23 @@ import Testing
         #expect(h.actions.drops == [.duplicateID])
     }
 
+    /// After a handoff the previous owner may have just sent to a target: the new owner's first send
+    /// waits min_interval from the assignment. Targets on partitions held long before are unaffected.
+    @Test func minIntervalHoldsAcrossAPartitionHandoff() throws {
+        var h = Harness()
+        let moved = PartitionID(topic: "activity-updates", partition: 5)
+        h.engine.assign(moved, now: h.now)
+        #expect(h.feed(makeEvent("e1", timestamp: 100), partition: moved).sends.isEmpty)
+        #expect(h.advance(sec / 2).sends.isEmpty)
+        let first = try #require(h.advance(sec / 2).sends.first, "sent once min_interval has passed since the assignment")
+        #expect(first.event.id == "e1")
+        // A partition assigned long ago: a new target there sends at once.
+        let held = PartitionID(topic: "activity-updates", partition: 6)
+        h.engine.assign(held, now: h.now - 60 * sec)
+        h.register(tokenB, key: "other", at: 1)
+        #expect(h.feed(makeEvent("o1", target: "other", timestamp: 100), partition: held).sends.count == 1)
+    }
+
     @Test func refreshAuthRetriesTheSameState() throws {
         var h = Harness()
         let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
