@@ -65,6 +65,10 @@ extension WorkerIntegration {
             configuration.engine.broadcast.minInterval = .milliseconds(200)
             let worker = try harness.makeWorker(name: "bl", configuration: configuration)
             try worker.start()
+            // Assigned, and min_interval past the assignment (a handoff holds first sends that long):
+            // the large update below is then sent on its own, not coalesced into the later ones.
+            try await harness.eventually("worker assigned") { worker.isReady().isReady }
+            try await Task.sleep(for: .milliseconds(400))
             let base = IntegrationHarness.now - 60
             // A body between the device limit (4096) and the broadcast limit (5120), with a content state
             // within ActivityKit's 4096 bytes (4022 here; the aps wrapper and stale date make the rest).
