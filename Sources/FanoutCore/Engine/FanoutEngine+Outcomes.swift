@@ -133,6 +133,15 @@ extension FanoutEngine {
         }
     }
 
+    /// Send `sendID` left for APNs only now, later than decided (its channel's storage policy had to be
+    /// looked up first): min_interval counts from here, or the next push could reach APNs right after it.
+    public mutating func sendDelayed(_ sendID: UInt64, until now: Nanoseconds) {
+        guard let target = inFlight.target(of: sendID) else { return }
+        let index = Int(target.slot)
+        guard targets[index].live, targets[index].incarnation == target.incarnation, targets[index].inFlightSendID == sendID else { return }
+        targets[index].lastSendAt = max(targets[index].lastSendAt, now)
+    }
+
     /// Exponential backoff with full jitter, capped; APNs's suggested delay is a floor.
     private mutating func backOff(_ index: Int, suggested: Nanoseconds?, now: Nanoseconds) {
         targets[index].attempts = targets[index].attempts == .max ? .max : targets[index].attempts + 1

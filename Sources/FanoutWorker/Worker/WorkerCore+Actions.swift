@@ -72,6 +72,9 @@ extension WorkerCore {
                     perform(complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil,
                                      sentToAPNs: false))
                 } else {
+                    // It leaves only now: min_interval counts from here.
+                    let now = clock.now()
+                    state.withLock { $0.engine.sendDelayed(send.sendID, until: now) }
                     perform(dispatch(send, channelPolicy: policy))
                 }
             }

@@ -48,6 +48,23 @@ import Testing
         #expect(later.event.id == "x2")
     }
 
+    /// A send that left late (its channel's storage policy was looked up first) moves the min_interval
+    /// window with it, so APNs never sees the next push right behind it.
+    @Test func minIntervalCountsFromASendThatLeftLate() throws {
+        var h = Harness()
+        let channel = "Y2hhbm5lbA=="
+        let first = try #require(h.feed(makeEvent("b1", target: channel, timestamp: 100, lane: .broadcast),
+                                         partition: broadcastPartition).sends.first)
+        h.advance(sec * 8 / 10)
+        h.engine.sendDelayed(first.sendID, until: h.now)
+        h.advance(sec / 10)
+        h.complete(first)
+        h.feed(makeEvent("b2", target: channel, timestamp: 101, status: "2-0", lane: .broadcast), partition: broadcastPartition)
+        #expect(h.advance(sec / 10).sends.isEmpty, "1.0 s after the decision, 0.2 s after it left")
+        #expect(h.advance(sec * 7 / 10).sends.isEmpty)
+        #expect(h.advance(sec / 10).sends.map(\.event.id) == ["b2"], "min_interval after it left")
+    }
+
     @Test func progressPastDeltaIsSentAtPriority5() throws {
         var h = Harness(configuration: Self.progressConfiguration())
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100, fields: [("done", 10)])).sends.first))
