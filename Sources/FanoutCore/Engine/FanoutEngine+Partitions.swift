@@ -6,9 +6,12 @@ extension FanoutEngine {
     /// previous owner's last send started before it gave the partition up, so a target this worker
     /// first sees on the partition sends no earlier than `now + min_interval`. (Its priority-10 bucket
     /// cannot be carried over: it starts full, as for any target first seen.)
-    public mutating func assign(_ partition: PartitionID, now: Nanoseconds? = nil) {
-        let slot = assignSlot(partition)
-        if let now, partitions[Int(slot)]!.assignedAt == .min { partitions[Int(slot)]!.assignedAt = now }
+    /// With `lane`, the partition's lane is known before its first event, so `revoke` drops the token
+    /// registrations of an activity partition that never saw one.
+    public mutating func assign(_ partition: PartitionID, lane: Lane? = nil, now: Nanoseconds? = nil) {
+        let slot = Int(assignSlot(partition))
+        if let now, partitions[slot]!.assignedAt == .min { partitions[slot]!.assignedAt = now }
+        if let lane, partitions[slot]!.lane == nil { partitions[slot]!.lane = lane }
     }
 
     /// Stops tracking `partitions`: returns their final commit points, then forgets their offsets,

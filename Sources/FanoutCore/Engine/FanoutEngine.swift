@@ -171,9 +171,6 @@ public struct FanoutEngine: Sendable {
     /// A tombstone on activity-tokens.
     public mutating func tokenRemoved(key: String) { tokens.remove(key: key) }
 
-    /// Forgets token registrations read from activity-tokens partition `partition` (revoked).
-    public mutating func forgetTokens(partition: Int32) { tokens.removeAll(partition: partition) }
-
     // MARK: Time
 
     /// Runs every timer due at `now`: held minor updates, min_interval waits, backoffs, token waits,

@@ -171,7 +171,7 @@ final class WorkerCore: Sendable {
         let now = clock.now()
         state.withLock { state in
             for partition in partitions {
-                state.engine.assign(partition, now: now)
+                state.engine.assign(partition, lane: lane(of: partition.topic), now: now)
                 state.closing.remove(partition)
             }
         }
@@ -206,9 +206,6 @@ final class WorkerCore: Sendable {
             for partition in partitions {
                 state.retained[partition] = nil
                 state.closing.remove(partition)
-                // The engine drops a partition's tokens only when it saw an event of it; an idle
-                // activity partition's registrations must go too.
-                if partition.topic == topics.activityUpdates { state.engine.forgetTokens(partition: partition.partition) }
             }
             return points
         }

@@ -220,6 +220,19 @@ import Testing
         #expect(h.feed(makeEvent("o1", target: "other", timestamp: 100), partition: held).sends.count == 1)
     }
 
+    /// An activity partition revoked before any event arrived on it still takes its token registrations
+    /// along (the next owner restores them from activity-tokens).
+    @Test func revokingAnIdleActivityPartitionForgetsItsTokens() {
+        var h = Harness(registerToken: false)
+        let idle = PartitionID(topic: "activity-updates", partition: 3)
+        h.engine.assign(idle, lane: .activity, now: h.now)
+        var actions: [EngineAction] = []
+        h.engine.tokenRegistered(key: "export-7", token: tokenB, environment: nil, at: 1, partition: 3, now: h.now, into: &actions)
+        #expect(h.engine.tokens.count == 1)
+        _ = h.engine.revoke([idle])
+        #expect(h.engine.tokens.count == 0)
+    }
+
     @Test func refreshAuthRetriesTheSameState() throws {
         var h = Harness()
         let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
