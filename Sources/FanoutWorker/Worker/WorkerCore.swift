@@ -293,12 +293,13 @@ final class WorkerCore: Sendable {
     /// reports it from now on, and whoever asked (`whenFailed`) is told once, so the process can exit
     /// and be restarted instead of holding its partitions while doing nothing.
     func fail(_ reason: String) {
-        let handlers: [@Sendable (String) -> Void] = failure.withLock { failure in
-            guard failure.reason == nil else { return [] }
+        let handlers: [@Sendable (String) -> Void]? = failure.withLock { failure in
+            guard failure.reason == nil else { return nil }
             failure.reason = reason
             defer { failure.handlers = [] }
             return failure.handlers
         }
+        guard let handlers else { return }  // already failed and reported
         log.error("worker failed", ["reason": .string(reason)])
         for handler in handlers { handler(reason) }
     }
