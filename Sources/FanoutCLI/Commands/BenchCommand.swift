@@ -70,7 +70,7 @@ enum EngineBenchmark {
         var configuration = EngineConfiguration()
         configuration.meaningProfiles["ExportAttributes"] = MeaningProfile(progressFields: ["done"], minProgressDelta: 5, maxQuiet: 30 * second)
         configuration.attributesTypeByApp[app] = "ExportAttributes"
-        configuration.maxIncompleteTotal = .max
+        configuration.maxIncompletePerLane = .max
         configuration.maxIncompletePerPartition = .max
         return configuration
     }

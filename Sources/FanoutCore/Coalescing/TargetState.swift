@@ -23,6 +23,10 @@ struct TargetState: Sendable {
     var ended = false
     /// Listed in its paused app's `parked` list.
     var parked = false
+    /// Listed in its partition's `held` list (the partition is not live yet).
+    var heldForPartition = false
+    /// Broadcast targets: what is known of the channel's storage policy.
+    var channelPolicy = ChannelPolicyState.unknown
     var budgetClass: BudgetClass
     var attempts: UInt16 = 0
     var inFlightSendID: UInt64 = 0
@@ -74,6 +78,24 @@ struct TargetState: Sendable {
         self.incarnation = incarnation
         self.lastEventAt = now
         self.bucket = TokenBucket(capacity: budget.burst, now: now)
+    }
+}
+
+/// What the engine knows of a broadcast channel's message-storage policy.
+enum ChannelPolicyState: UInt8, Sendable {
+    /// Not asked yet (or asked, answered unknown, and to be asked again at the next send).
+    case unknown
+    /// `.lookUpChannelPolicy` was emitted; the send waits for `channelPolicyKnown`.
+    case lookingUp
+    /// The answer came: unknown (expiration 0 this once), no storage, or most recent.
+    case answeredUnknown, noStorage, mostRecent
+
+    var policy: ChannelStoragePolicy? {
+        switch self {
+        case .noStorage: .noStorage
+        case .mostRecent: .mostRecent
+        case .unknown, .lookingUp, .answeredUnknown: nil
+        }
     }
 }
 

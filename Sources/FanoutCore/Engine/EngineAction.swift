@@ -96,6 +96,43 @@ public enum EngineAction: Sendable, Hashable {
     case pauseApp(app: String, reason: String)
     /// The probe succeeded: the app's configuration works again.
     case resumeApp(app: String)
+
+    // The partition lifecycle (DESIGN.md §4 "Who decides"): the worker executes these and reports back.
+
+    /// Read partition `partition` of activity-tokens from the beginning and apply it live; report
+    /// `tokensCaughtUp(partition:assignment:now:into:)` once the high watermark seen at this request is reached.
+    case followTokens(partition: Int32, assignment: AssignmentID)
+    /// Stop reading that activity-tokens partition (its activity partition was revoked or lost).
+    case unfollowTokens(partition: Int32)
+    /// Stop fetching these partitions (backpressure). A pause that failed is reported with `fetchControlFailed`.
+    case pauseFetching([PartitionID])
+    /// Fetch these partitions again.
+    case resumeFetching([PartitionID])
+    /// Commit these points without waiting for the answer; report it with `commitAnswered(_:failed:)`.
+    case commit([CommitPoint])
+    /// A revoked partition is drained and forgotten: commit `commit` (when given) before giving it up.
+    case revokeDrained(PartitionID, commit: CommitPoint?)
+    /// Look up the broadcast channel's message-storage policy, then report `channelPolicyKnown`. The
+    /// channel's next send waits for the answer (its `apns-expiration` depends on it).
+    case lookUpChannelPolicy(app: String, channel: String)
+}
+
+/// A broadcast channel's message-storage policy, fixed when the channel is created.
+public enum ChannelStoragePolicy: String, Sendable, Hashable {
+    /// Policy 0: nothing stored; `apns-expiration` must be 0.
+    case noStorage = "none"
+    /// Policy 1: the most recent message is stored up to 8 hours.
+    case mostRecent = "most-recent"
+
+    /// APNs keeps a stored broadcast at most 8 hours.
+    public static let maxStorageSeconds: Int64 = 8 * 3600
+
+    /// `apns-expiration` for a broadcast: 0 unless the channel is known to store messages and the
+    /// state is not stale yet; then the stale date, at most 8 hours ahead (UNIX seconds).
+    public static func expiration(policy: ChannelStoragePolicy?, staleDate: Int64, now: Int64) -> Int64 {
+        guard policy == .mostRecent, staleDate > now else { return 0 }
+        return min(staleDate, now + maxStorageSeconds)
+    }
 }
 
 /// Offset to commit for a partition (Kafka's next offset to read).

@@ -43,11 +43,22 @@ public struct EngineConfiguration: Sendable {
     /// `false` uses the stale-date.
     public var broadcastExpirationImmediate = true
 
-    /// Backpressure bounds: the worker pauses a partition whose incomplete offsets or in-flight sends
-    /// reach these, and resumes it below half.
+    /// Backpressure bounds (`regulate`): a partition is paused when its window of uncommitted records,
+    /// its sends in flight, or its lane's totals reach these, and resumed when every measure is below
+    /// `resumeRatio` of its bound. Each lane is held to the per-lane bounds on its own, so a flood or an
+    /// APNs outage on one lane never pauses the other lane's intake.
     public var maxIncompletePerPartition = 20_000
     public var maxInFlightPerPartition = 2_000
-    public var maxIncompleteTotal = 200_000
+    public var maxInFlightPerLane = 2_000
+    public var maxIncompletePerLane = 200_000
+    public var resumeRatio = 0.5
+
+    /// How often `tick` emits `.commit` with the commit points that moved; nil: never (the owner
+    /// calls `commitPoints()` itself, as tests and benchmarks do).
+    public var commitInterval: Nanoseconds?
+    /// How long a revoked partition waits for its sends in flight before it is drained anyway
+    /// (their offsets stay uncommitted; the next owner replays them).
+    public var revokeDrainTimeout: Nanoseconds = .seconds(3)
 
     /// Idle targets (nothing pending or in flight) are forgotten after this long without an event;
     /// ended ones after `forgetEndedAfter`. A sweep runs every `sweepInterval`.
@@ -87,7 +98,11 @@ extension EngineConfiguration {
         try require(configProbeInterval > 0, "config_probe_interval", "must be positive: a paused app is probed this often")
         try require(maxIncompletePerPartition > 1, "max_pending_per_partition", "must be above 1")
         try require(maxInFlightPerPartition > 1, "max_in_flight_per_partition", "must be above 1")
-        try require(maxIncompleteTotal > 1, "max_pending_total", "must be above 1")
+        try require(maxIncompletePerLane > 1, "max_pending_targets", "must be above 1")
+        try require(maxInFlightPerLane > 1, "max_in_flight", "must be above 1")
+        try require(resumeRatio > 0 && resumeRatio < 1, "resume_ratio", "must be between 0 and 1 (exclusive)")
+        try require(commitInterval.map { $0 > 0 } ?? true, "commit_interval", "must be positive")
+        try require(revokeDrainTimeout >= 0, "revoke_drain_timeout", "must not be negative")
         try require(sweepInterval > 0 && forgetIdleAfter > 0 && forgetEndedAfter > 0, "forget_idle_after",
                     "target retention and sweep interval must be positive")
         for (app, type) in attributesTypeByApp.sorted(by: { $0.key < $1.key }) {

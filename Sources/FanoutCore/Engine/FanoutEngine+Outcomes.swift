@@ -6,9 +6,12 @@ extension FanoutEngine {
     public mutating func complete(_ sendID: UInt64, outcome: SendOutcome, now: Nanoseconds, into actions: inout [EngineAction]) {
         guard let send = inFlight.remove(sendID) else { return }
         totalInFlight -= 1
-        if partitions.indices.contains(Int(send.partitionSlot)), partitions[Int(send.partitionSlot)] != nil {
-            partitions[Int(send.partitionSlot)]!.inFlight -= 1
-        }
+        // A send of a forgotten partition was removed from `inFlight` then: this one's partition is ours.
+        partitions[Int(send.partitionSlot)]!.inFlight -= 1
+        laneInFlight[partitions[Int(send.partitionSlot)]!.lane.slot] -= 1
+        // Decided first, acted on last: a closing partition whose last send this was is drained after
+        // the outcome's own actions (its feedback or dead letter holds the drain until acknowledged).
+        defer { if partitions[Int(send.partitionSlot)]?.phase == .closing { drainIfDone(send.partitionSlot, now: now, into: &actions) } }
         let index = Int(send.slot)
         guard targets[index].live, targets[index].incarnation == send.incarnation else { return }
         targets[index].inFlightSendID = 0
@@ -41,6 +44,7 @@ extension FanoutEngine {
                     status: status, reason: reason, apnsTimestampMillis: apnsTimestampMillis,
                     observedAt: now / Int64.nanosecondsPerSecond)))
             case .channel:
+                targets[index].channelPolicy = .unknown  // a channel created again later is asked anew
                 actions.append(.deadLetter(DeadLetter(
                     resolution: resolution, sources: sources(send.update.offsets, partitionSlot: send.partitionSlot),
                     reason: .channelNotRegistered, detail: "APNs \(status) \(reason) for channel",
@@ -131,15 +135,6 @@ extension FanoutEngine {
             targets[index].backoffUntil = retryAt
             evaluate(entry.slot, now: now, into: &actions)
         }
-    }
-
-    /// Send `sendID` left for APNs only now, later than decided (its channel's storage policy had to be
-    /// looked up first): min_interval counts from here, or the next push could reach APNs right after it.
-    public mutating func sendDelayed(_ sendID: UInt64, until now: Nanoseconds) {
-        guard let target = inFlight.target(of: sendID) else { return }
-        let index = Int(target.slot)
-        guard targets[index].live, targets[index].incarnation == target.incarnation, targets[index].inFlightSendID == sendID else { return }
-        targets[index].lastSendAt = max(targets[index].lastSendAt, now)
     }
 
     /// Exponential backoff with full jitter, capped; APNs's suggested delay is a floor.

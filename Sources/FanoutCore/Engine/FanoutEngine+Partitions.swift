@@ -1,60 +1,15 @@
-/// Partitions, offsets, commit points, resolutions and backpressure counts.
+/// Partition bookkeeping: slots, offsets, commit points and load counts. The lifecycle (assignment,
+/// token catch-up, revoke, loss) is in `FanoutEngine+Lifecycle.swift`, backpressure and commits in
+/// `FanoutEngine+Flow.swift`.
 extension FanoutEngine {
-    /// Starts tracking `partition` (idempotent). Receiving on an unassigned partition assigns it too.
-    ///
-    /// With `now` (the worker's assignment time), min_interval also holds across the handoff: the
-    /// previous owner's last send started before it gave the partition up, so a target this worker
-    /// first sees on the partition sends no earlier than `now + min_interval`. (Its priority-10 bucket
-    /// cannot be carried over: it starts full, as for any target first seen.)
-    /// With `lane`, the partition's lane is known before its first event, so `revoke` drops the token
-    /// registrations of an activity partition that never saw one.
-    public mutating func assign(_ partition: PartitionID, lane: Lane? = nil, now: Nanoseconds? = nil) {
-        let slot = Int(assignSlot(partition))
-        if let now, partitions[slot]!.assignedAt == .min { partitions[slot]!.assignedAt = now }
-        if let lane, partitions[slot]!.lane == nil { partitions[slot]!.lane = lane }
-    }
-
-    /// Stops tracking `partitions`: returns their final commit points, then forgets their offsets,
-    /// dedupe windows and targets (and, for activity-lane partitions, the token registrations of the
-    /// same partition number). Outcomes of their sends still in flight are ignored afterwards; the
-    /// worker should wait for them (bounded) before calling this.
-    public mutating func revoke(_ revoked: [PartitionID]) -> [CommitPoint] {
-        var points: [CommitPoint] = []
-        var slots = Set<Int32>()
-        for id in revoked {
-            guard let slot = partitionSlotByID.removeValue(forKey: id), let state = partitions[Int(slot)] else { continue }
-            if let offset = state.tracker.commitPoint { points.append(CommitPoint(partition: id, offset: offset)) }
-            totalIncomplete -= state.tracker.incompleteCount
-            if state.lane == .activity { tokens.removeAll(partition: id.partition) }
-            partitions[Int(slot)] = nil
-            slots.insert(slot)
-            for index in partitionCacheSlots.indices where partitionCacheSlots[index] == slot { partitionCacheSlots[index] = -1 }
-        }
-        guard !slots.isEmpty else { return points }
-        for index in targets.indices where targets[index].live && slots.contains(targets[index].partitionSlot) {
-            freeTarget(Int32(index))
-        }
-        for sendID in inFlight.ids(where: { slots.contains($0.partitionSlot) }) {
-            if inFlight.remove(sendID)?.isProbe == true {
-                // Its answer will be ignored: without this the app would wait for that probe forever
-                // (never probed again, every target parked, its partitions' commits stuck).
-                for appIndex in Array(paused.keys) where paused[appIndex]!.probeSendID == sendID {
-                    paused[appIndex]!.probeSendID = 0
-                }
-            }
-            totalInFlight -= 1
-        }
-        resolutions = resolutions.filter { !slots.contains($0.value.partitionSlot) }
-        freePartitionSlots.append(contentsOf: slots.sorted())
-        return points
-    }
-
-    /// Commit points that moved since the last call (Kafka's next offset to read, per partition).
+    /// Commit points that moved since they were last handed out (Kafka's next offset to read, per
+    /// partition), for partitions this worker still delivers for (a closing partition's final point
+    /// goes with `.revokeDrained`).
     public mutating func commitPoints() -> [CommitPoint] {
         var points: [CommitPoint] = []
         for index in partitions.indices {
-            guard let state = partitions[index], let offset = state.tracker.commitPoint,
-                  offset != state.lastReportedCommit else { continue }
+            guard let state = partitions[index], state.phase != .closing, let offset = state.tracker.commitPoint,
+                  offset != state.lastReportedCommit, offset != state.committed else { continue }
             partitions[index]!.lastReportedCommit = offset
             points.append(CommitPoint(partition: state.id, offset: offset))
         }
@@ -67,22 +22,20 @@ extension FanoutEngine {
         return Load(incomplete: state.tracker.incompleteCount, inFlight: state.inFlight)
     }
 
+    /// The phase of an assigned partition, or nil when it is not assigned.
+    public func phase(of partition: PartitionID) -> PartitionPhase? {
+        guard let slot = partitionSlotByID[partition] else { return nil }
+        return partitions[Int(slot)]?.phase
+    }
+
     /// Totals over all partitions.
     public var totalLoad: Load { Load(incomplete: totalIncomplete, inFlight: totalInFlight) }
 
-    /// True when the partition (or the process) reached a bound: pause fetching it.
-    public func shouldPause(_ partition: PartitionID) -> Bool {
-        guard let load = load(of: partition) else { return false }
-        return load.incomplete >= configuration.maxIncompletePerPartition
-            || load.inFlight >= configuration.maxInFlightPerPartition
-            || totalIncomplete >= configuration.maxIncompleteTotal
-    }
-
-    /// Backpressure relief, for when the worker pauses `partition`: the minor updates its targets hold
+    /// Backpressure relief, for when `regulate` pauses `partition`: the minor updates its targets hold
     /// back (waiting for `max_quiet` or a bigger progress step) go as soon as min_interval and the
     /// budget allow, at priority 5, instead of holding the offsets they carry, and with them the
     /// whole partition, for up to `max_quiet`. O(targets): called once per pause.
-    public mutating func relieve(_ partition: PartitionID, now: Nanoseconds, into actions: inout [EngineAction]) {
+    mutating func relieve(_ partition: PartitionID, now: Nanoseconds, into actions: inout [EngineAction]) {
         guard let slot = partitionSlotByID[partition] else { return }
         for index in targets.indices
         where targets[index].live && targets[index].partitionSlot == slot && targets[index].pending != nil
@@ -92,20 +45,14 @@ extension FanoutEngine {
         }
     }
 
-    /// True when a paused partition drained below half of every bound: resume fetching it.
-    public func mayResume(_ partition: PartitionID) -> Bool {
-        guard let load = load(of: partition) else { return true }
-        return load.incomplete < configuration.maxIncompletePerPartition / 2
-            && load.inFlight < configuration.maxInFlightPerPartition / 2
-            && totalIncomplete < configuration.maxIncompleteTotal / 2
-    }
-
     /// Number of tracked targets.
     public var targetCount: Int { slotByKey.count }
 
     // MARK: Internals
 
-    mutating func assignSlot(_ partition: PartitionID) -> Int32 {
+    /// The slot of `partition`, creating it (live, lane as given or activity) when it is not assigned:
+    /// receiving on a partition that was never assigned treats it as assigned and live.
+    mutating func assignSlot(_ partition: PartitionID, lane: Lane? = nil) -> Int32 {
         // Per event: a direct-mapped cache by partition number first, so the dictionary (SipHash over
         // the topic name) is consulted only on a miss.
         let cacheIndex = Int(UInt32(bitPattern: partition.partition) & Self.partitionCacheMask)
@@ -117,10 +64,13 @@ extension FanoutEngine {
             partitionCacheSlots[cacheIndex] = slot
             return slot
         }
-        // A slot freed by `revoke` is reused (else every rebalance would grow `partitions` for the life
+        // A slot freed by a drained revoke or a loss is reused (else every rebalance would grow `partitions` for the life
         // of the process): revoke removed every reference to it (targets, sends in flight, resolutions,
         // the cache), so nothing late can reach the new occupant.
-        let state = PartitionState(id: partition, dedupe: DedupeWindow(capacity: configuration.dedupeWindowPerPartition))
+        let state = PartitionState(id: partition, assignment: AssignmentID(rawValue: nextAssignment), phase: .live,
+                                   dedupe: DedupeWindow(capacity: configuration.dedupeWindowPerPartition),
+                                   lane: lane ?? .activity, laneKnown: lane != nil)
+        nextAssignment += 1
         let slot: Int32
         if let free = freePartitionSlots.popLast() {
             slot = free
@@ -189,7 +139,22 @@ extension FanoutEngine {
 
     mutating func completeOffset(_ offset: Int64, partitionSlot: Int32) {
         guard partitions.indices.contains(Int(partitionSlot)), partitions[Int(partitionSlot)] != nil else { return }
-        if partitions[Int(partitionSlot)]!.tracker.complete(offset) { totalIncomplete -= 1 }
+        if partitions[Int(partitionSlot)]!.tracker.complete(offset) {
+            totalIncomplete -= 1
+            laneIncomplete[partitions[Int(partitionSlot)]!.lane.slot] -= 1
+        }
+    }
+
+    /// Records a newly read offset as incomplete; false for a redelivery of something already tracked.
+    mutating func receiveOffset(_ offset: Int64, partitionSlot: Int32) -> Bool {
+        let first = partitions[Int(partitionSlot)]!.tracker.highestReceived < 0
+        guard partitions[Int(partitionSlot)]!.tracker.receive(offset) else { return false }
+        // The first record read is where the group's committed offset resumed this partition:
+        // committing that point again is redundant (and, racing a rebalance, rejected).
+        if first && partitions[Int(partitionSlot)]!.committed == nil { partitions[Int(partitionSlot)]!.committed = offset }
+        totalIncomplete += 1
+        laneIncomplete[partitions[Int(partitionSlot)]!.lane.slot] += 1
+        return true
     }
 
     mutating func drop(_ offset: Int64, partitionSlot: Int32, reason: DropReason, into actions: inout [EngineAction]) {
@@ -205,6 +170,7 @@ extension FanoutEngine {
         let id = nextResolutionID
         nextResolutionID += 1
         resolutions[id] = (partitionSlot, offsets)
+        partitions[Int(partitionSlot)]!.resolutionsPending += 1
         return ResolutionID(rawValue: id)
     }
 

@@ -23,6 +23,17 @@ extension FanoutEngine {
             buffer[index].inFlightSendID == 0 ? buffer[index].pending?.facts : nil
         }
         guard let facts else { return }
+        let partitionSlot = Int(targets[index].partitionSlot)
+        let phase = partitions.withUnsafeBufferPointer { $0[partitionSlot]?.phase }
+        guard phase == .live else {
+            // Reading its tokens: decided once the partition goes live. Closing: never sent from here
+            // (the next owner replays it).
+            if phase == .readingTokens && !targets[index].heldForPartition {
+                targets[index].heldForPartition = true
+                partitions[partitionSlot]!.held.append((slot, targets[index].incarnation))
+            }
+            return
+        }
         let kind = facts.kind
         var probing = false
         if !paused.isEmpty, let pausedApp = paused[targets[index].appIndex] {  // isEmpty: no hashing in the common case
@@ -54,6 +65,20 @@ extension FanoutEngine {
         switch (targets[index].lane, kind) {
         case (.broadcast, _):
             destination = .channel(targets[index].key)
+            if !configuration.broadcastExpirationImmediate {
+                // apns-expiration depends on the channel's storage policy: ask before the first send.
+                switch targets[index].channelPolicy {
+                case .unknown:
+                    guard now >= earliest else { return arm(slot, at: earliest, now: now) }
+                    targets[index].channelPolicy = .lookingUp
+                    actions.append(.lookUpChannelPolicy(app: apps[Int(targets[index].appIndex)], channel: targets[index].key))
+                    return
+                case .lookingUp:
+                    return  // `channelPolicyKnown` evaluates it again
+                case .answeredUnknown, .noStorage, .mostRecent:
+                    break
+                }
+            }
         case (.activity, .start):
             let token = targets[index].pending!.event.token!  // checked on receive
             destination = .pushToStartToken(token)
@@ -97,11 +122,21 @@ extension FanoutEngine {
         nextSendID += 1
         let event = update.event
         let staleDate = event.staleDate ?? event.timestamp + configuration.defaultStaleAfterSeconds
-        let expiration = targets[index].lane == .broadcast && configuration.broadcastExpirationImmediate ? 0 : staleDate
+        let expiration: Int64
+        if targets[index].lane == .broadcast {
+            let policy = targets[index].channelPolicy.policy
+            // An unknown answer holds for this send only: the next one asks again.
+            if targets[index].channelPolicy == .answeredUnknown { targets[index].channelPolicy = .unknown }
+            expiration = configuration.broadcastExpirationImmediate ? 0
+                : ChannelStoragePolicy.expiration(policy: policy, staleDate: staleDate, now: now / Nanoseconds.nanosecondsPerSecond)
+        } else {
+            expiration = staleDate
+        }
         targets[index].inFlightSendID = sendID
         targets[index].lastSendAt = now
         targets[index].sends &+= 1
-        partitions[Int(targets[index].partitionSlot)]!.inFlight += 1
+        partitions[partitionSlot]!.inFlight += 1
+        laneInFlight[partitions[partitionSlot]!.lane.slot] += 1
         totalInFlight += 1
         if probing { paused[targets[index].appIndex]!.probeSendID = sendID }
         inFlight.insert(InFlightSend(slot: slot, incarnation: targets[index].incarnation, update: update, destination: destination,

@@ -51,6 +51,13 @@ public struct FanoutEngine: Sendable {
     var nextSweepAt: Nanoseconds = Int64.min
     var totalIncomplete = 0
     var totalInFlight = 0
+    /// Per lane (`Lane.slot`): incomplete offsets and sends in flight (backpressure measures).
+    var laneIncomplete = [0, 0]
+    var laneInFlight = [0, 0]
+    var nextAssignment: UInt64 = 1
+    /// Partitions in `closing` (so `tick` looks for overdue drains only when there are some).
+    var closingCount = 0
+    var nextCommitAt: Nanoseconds = .min
 
     public init(configuration: EngineConfiguration = EngineConfiguration()) {
         self.configuration = configuration
@@ -68,10 +75,9 @@ public struct FanoutEngine: Sendable {
     /// A decoded event read at `source`. Records the offset as incomplete, coalesces the event into its
     /// target and may send at once.
     public mutating func receive(_ event: ActivityEvent, from source: EventSource, now: Nanoseconds, into actions: inout [EngineAction]) {
-        let partitionSlot = assignSlot(source.partition)
-        guard partitions[Int(partitionSlot)]!.tracker.receive(source.offset) else { return }
-        totalIncomplete += 1
-        if partitions[Int(partitionSlot)]!.lane == nil { partitions[Int(partitionSlot)]!.lane = event.lane }
+        let partitionSlot = assignSlot(source.partition, lane: event.lane)
+        // A record of a closing partition is not taken: it stays uncommitted and its next owner reads it.
+        guard partitions[Int(partitionSlot)]!.phase != .closing, receiveOffset(source.offset, partitionSlot: partitionSlot) else { return }
         // The target's bytes are hashed once: the dedupe digest and the target lookup share it.
         let targetHash = TargetHash(lane: event.lane, id: event.target)
         let digest = DedupeWindow.digest(targetFNV: targetHash.fnv, id: event.id)
@@ -143,7 +149,15 @@ public struct FanoutEngine: Sendable {
     /// incomplete until `resolveRejected(_:)`.
     public mutating func receiveRejected(_ source: EventSource) {
         let partitionSlot = assignSlot(source.partition)
-        if partitions[Int(partitionSlot)]!.tracker.receive(source.offset) { totalIncomplete += 1 }
+        guard partitions[Int(partitionSlot)]!.phase != .closing else { return }
+        _ = receiveOffset(source.offset, partitionSlot: partitionSlot)
+    }
+
+    /// True when a rejected record at `source` was taken (`receiveRejected`): dead-letter it. False
+    /// for a closing partition, whose next owner judges the record again.
+    public func takes(_ source: EventSource) -> Bool {
+        guard let slot = partitionSlotByID[source.partition] else { return true }
+        return partitions[Int(slot)]!.phase != .closing
     }
 
     /// The dead letter for a rejected record was acknowledged by Kafka: its offset is done.
@@ -155,6 +169,7 @@ public struct FanoutEngine: Sendable {
     /// A dead letter or feedback record the engine asked for was acknowledged: its offsets are done.
     public mutating func resolve(_ resolution: ResolutionID) {
         guard let entry = resolutions.removeValue(forKey: resolution.rawValue) else { return }
+        partitions[Int(entry.partitionSlot)]?.resolutionsPending -= 1
         for offset in entry.offsets { completeOffset(offset, partitionSlot: entry.partitionSlot) }
     }
 
@@ -184,6 +199,8 @@ public struct FanoutEngine: Sendable {
             evaluate(top.slot, now: now, into: &actions)
         }
         probePausedApps(now: now, into: &actions)
+        drainOverdue(now: now, into: &actions)
+        commitIfDue(now: now, into: &actions)
         if nextSweepAt == Int64.min {
             nextSweepAt = now + configuration.sweepInterval
         } else if now >= nextSweepAt {
@@ -200,6 +217,10 @@ public struct FanoutEngine: Sendable {
             deadline = min(deadline ?? app.probeAt, app.probeAt)
         }
         if !slotByKey.isEmpty && nextSweepAt != Int64.min { deadline = min(deadline ?? nextSweepAt, nextSweepAt) }
+        if let drain = nextDrainDeadline { deadline = min(deadline ?? drain, drain) }
+        if configuration.commitInterval != nil && nextCommitAt != .min && !partitionSlotByID.isEmpty {
+            deadline = min(deadline ?? nextCommitAt, nextCommitAt)
+        }
         return deadline
     }
 }

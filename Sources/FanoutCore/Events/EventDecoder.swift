@@ -27,6 +27,20 @@ public struct EventDecoder: Sendable {
         self.appNames = policy.apps.sorted().map { (Array($0.utf8), $0) }
     }
 
+    /// Decodes one Kafka record of an event topic: a record without a value (a tombstone) or without a
+    /// key is rejected before its bytes are read — without a key the producer's partitioner spread
+    /// one target's events over partitions, so no single owner would handle them in order.
+    public func decode(record value: [UInt8]?, key: [UInt8]?, lane: Lane, now: Int64) -> Result<ActivityEvent, EventRejection> {
+        guard let value else {
+            return .failure(EventRejection(.malformedJSON, "the record has a null value (a tombstone); events must be JSON objects"))
+        }
+        guard let key else {
+            let field = lane == .activity ? "activity" : "channel"
+            return .failure(EventRejection(.missingKey, "the record has a null Kafka key; produce each event with key = its \"\(field)\" so one owner handles each target in order"))
+        }
+        return decode(value, key: String(decoding: key, as: UTF8.self), lane: lane, now: now)
+    }
+
     /// Decodes one event. `key` is the Kafka message key, when there is one: it must equal the
     /// event's `activity` (activity lane) or `channel` (broadcast lane). `now` is UNIX seconds.
     public func decode(_ bytes: [UInt8], key: String?, lane: Lane, now: Int64) -> Result<ActivityEvent, EventRejection> {

@@ -12,6 +12,7 @@ public enum RejectionReason: String, Sendable, Hashable, CaseIterable {
     case invalidID = "invalid-id"
     case missingTarget = "missing-target"
     case keyMismatch = "key-mismatch"
+    case missingKey = "missing-key"
     case missingEvent = "missing-event"
     case invalidEvent = "invalid-event"
     case missingTimestamp = "missing-timestamp"

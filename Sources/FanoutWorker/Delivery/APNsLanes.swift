@@ -164,9 +164,8 @@ final class APNsLanes: Sendable {
 
     /// The APNs request for an engine send. Throws when the request cannot be built (the payload is
     /// too large, the token is not hex): the engine dead-letters it as rejected. A broadcast's
-    /// `apns-expiration` follows the channel's storage policy (`ChannelPolicies.expiration`);
-    /// `now` is UNIX seconds.
-    static func request(for send: SendRequest, channelPolicy: ChannelPolicies.Policy? = nil, now: Int64 = 0) throws(APNsRequestError) -> APNsRequest {
+    /// `apns-expiration` is the engine's, from the channel's storage policy.
+    static func request(for send: SendRequest) throws(APNsRequestError) -> APNsRequest {
         var payload = send.event.livePayload(defaultStaleAfter: nil)
         payload.staleDate = send.staleDate
         payload.dismissalDate = send.dismissalDate
@@ -178,7 +177,7 @@ final class APNsLanes: Sendable {
                                      expiration: send.expiration > 0 ? send.expiration : nil)
         case .channel(let channel):
             return try .broadcast(channelID: channel, bundleID: send.app, payload: bytes, priority: priority,
-                                  expiration: ChannelPolicies.expiration(policy: channelPolicy, staleDate: send.staleDate, now: now))
+                                  expiration: send.expiration)
         }
     }
 }

@@ -2,8 +2,9 @@ import FanoutCore
 import Synchronization
 
 /// The message-storage policy of each broadcast channel, which decides `apns-expiration` on the
-/// broadcast lane (APNS.md §6): a No-Storage channel accepts only 0, a Most-Recent channel stores
-/// the message until the expiration (at most 8 hours).
+/// broadcast lane (`ChannelStoragePolicy.expiration`): a No-Storage channel accepts only 0, a
+/// Most-Recent channel stores the message until the expiration (at most 8 hours). The engine asks
+/// (`.lookUpChannelPolicy`) before a channel's first send and waits for the answer.
 ///
 /// Where the policy comes from, in order: the app's configured `broadcast_channels` map; a cached
 /// answer of the channel-management API (read channel); else unknown, which sends expiration 0 —
@@ -18,12 +19,7 @@ import Synchronization
 /// later send looks up), a failed lookup is not repeated for `retryAfter`, and each lookup is
 /// bounded by the management client's request timeout.
 final class ChannelPolicies: Sendable {
-    enum Policy: String, Sendable, Hashable {
-        /// Policy 0: nothing stored; `apns-expiration` must be 0.
-        case noStorage = "none"
-        /// Policy 1: the most recent message is stored up to 8 hours.
-        case mostRecent = "most-recent"
-    }
+    typealias Policy = ChannelStoragePolicy
 
     /// What `resolve` could tell at once.
     enum Resolution: Sendable, Equatable {
@@ -61,8 +57,6 @@ final class ChannelPolicies: Sendable {
     static let defaultCapacity = 20_000
     static let defaultMaxConcurrentLookups = 4
     static let defaultRetryAfter: Nanoseconds = .seconds(60)
-    /// APNs keeps a stored broadcast at most 8 hours.
-    static let maxStorageSeconds: Int64 = 8 * 3600
 
     private let configured: [Key: Policy]
     private let reader: Reader?
@@ -127,13 +121,6 @@ final class ChannelPolicies: Sendable {
         state.withLock { state in
             if state.cache[key] != nil { state.cache[key] = .unknown(until: 0) }
         }
-    }
-
-    /// `apns-expiration` for a broadcast: 0 unless the channel is known to store messages and the
-    /// state is not stale yet; then the stale date, at most 8 hours ahead (`now` in UNIX seconds).
-    static func expiration(policy: Policy?, staleDate: Int64, now: Int64) -> Int64 {
-        guard policy == .mostRecent, staleDate > now else { return 0 }
-        return min(staleDate, now + maxStorageSeconds)
     }
 
     private func lookUp(_ key: Key, reader: Reader) async {

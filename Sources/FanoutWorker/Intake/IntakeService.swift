@@ -6,25 +6,22 @@ import Synchronization
 /// The Kafka side of the worker: one group consumer for activity-updates and broadcast-updates,
 /// polled on a thread of its own (blocking librdkafka calls never run on Swift's cooperative pool).
 ///
-/// Per loop: poll a batch → decode and feed the engine → pause/resume partitions by backpressure →
-/// commit moved commit points every `kafka.commit_interval`. Rebalance callbacks run inside `poll`
-/// on the same thread: an assigned activity partition stays paused until its token partition has
-/// been read up to the high watermark; a revoked one stops sending, waits (bounded) for its
-/// in-flight sends, commits its final point and is forgotten.
-final class IntakeService: Sendable {
+/// An executor of the engine (DESIGN.md §4 "Who decides"): it reports facts — records, assignment
+/// changes, token catch-up, commit answers — and carries out the engine's partition actions
+/// (`PartitionActions`): follow a token partition, pause or resume fetching, commit, hand a drained
+/// revoke back. It decides nothing about when a partition may send, pauses, or commits.
+///
+/// Commits run on a queue of their own (`CommitQueue`): one unanswered for 40 s holds back nothing
+/// but the next commit.
+final class IntakeService: PartitionActions {
     struct State: Sendable {
+        /// What the group assigned (facts from the rebalance callback): records of other partitions are not fed.
         var owned: Set<TopicPartition> = []
-        /// Activity partitions waiting for their token partition to catch up.
-        var gated: Set<TopicPartition> = []
-        /// Activity partitions whose tokens caught up, to resume on the intake thread.
-        var released: Set<TopicPartition> = []
-        /// Partitions paused by backpressure.
-        var pressured: Set<TopicPartition> = []
-        /// Commit points not yet committed (a failed commit is retried with the next).
-        var uncommitted: [TopicPartition: Int64] = [:]
         /// Per owned partition: highest offset read + 1, and the last committed offset (for the lag gauge).
         var readEnd: [TopicPartition: Int64] = [:]
         var committedAt: [TopicPartition: Int64] = [:]
+        /// Revokes the engine drained, with their final commit point, until the rebalance callback takes them.
+        var drained: [PartitionID: CommitPoint?] = [:]
         var stopDeadline: ContinuousClock.Instant?
         var aborted = false
         var finished = false
@@ -44,10 +41,12 @@ final class IntakeService: Sendable {
     let tokens: TokenFollower
     private let core: WorkerCore
     private let relay: Relay
-    private let gate: BackpressureGate
+    private let commits: CommitQueue
     let state = Mutex(State())
+    /// Signalled whenever the engine drains a revoke (`revokeDrained`).
+    private let drainSignal = DispatchSemaphore(value: 0)
     private let topics: FanoutConfiguration.Topics
-    private let commitInterval: Duration
+    private let gaugeInterval: Duration
 
     init(core: WorkerCore) throws {
         let relay = Relay()
@@ -59,14 +58,15 @@ final class IntakeService: Sendable {
             lost: { relay.get()?.lost($0) })
         consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler,
                                      log: KafkaLogBridge.handler(core.log))
-        tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition in
-            relay.get()?.tokensCaughtUp(partition)
+        tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition, assignment in
+            relay.get()?.core.tokensCaughtUp(partition: partition, assignment: assignment)
         }
         self.core = core
         self.relay = relay
-        gate = BackpressureGate(settings.configuration.backpressure)
-        commitInterval = settings.configuration.kafka.commitInterval
+        commits = CommitQueue(consumer: consumer, core: core) { relay.get()?.committed($0) }
+        gaugeInterval = settings.configuration.kafka.commitInterval
         relay.set(self)
+        core.setPartitionActions(self)
     }
 
     func start() throws {
@@ -97,8 +97,6 @@ final class IntakeService: Sendable {
 
     var isAssigned: Bool { state.withLock { !$0.owned.isEmpty } }
 
-    var gatedCount: Int { state.withLock { $0.gated.count } }
-
     private func waitUntilFinished() async {
         await withCheckedContinuation { continuation in
             let done = state.withLock { state -> Bool in
@@ -125,7 +123,7 @@ final class IntakeService: Sendable {
 
     private func run() {
         let log = core.log
-        var lastCommit = ContinuousClock.now
+        var lastGauges = ContinuousClock.now
         while true {
             let (deadline, aborted) = state.withLock { ($0.stopDeadline, $0.aborted) }
             if let deadline {
@@ -147,7 +145,9 @@ final class IntakeService: Sendable {
                 if error.code == .commit { core.metrics.commits.labels("failed").increment() }
                 log.warning("Kafka consumer error", ["error": .string(error.description)])
             }
-            if !batch.messages.isEmpty {
+            if batch.messages.isEmpty {
+                core.regulate()  // sends completed meanwhile may let a paused partition resume
+            } else {
                 let owned = state.withLock { state in
                     for message in batch.messages where state.owned.contains(message.topicPartition) {
                         let end = message.offset + 1
@@ -156,21 +156,20 @@ final class IntakeService: Sendable {
                     }
                     return state.owned
                 }
-                core.ingest(batch.messages.filter { owned.contains($0.topicPartition) })
+                core.ingest(batch.messages.filter { owned.contains($0.topicPartition) })  // regulates too
             }
-            resumeReleased()
-            applyBackpressure()
-            if ContinuousClock.now - lastCommit >= commitInterval {
-                commit()
+            if ContinuousClock.now - lastGauges >= gaugeInterval {
                 updateLag()
+                updatePausedGauge()
                 core.updateGauges()
-                lastCommit = .now
+                lastGauges = .now
             }
         }
     }
 
-    /// Graceful stop: no more intake, wait for in-flight sends and pending produces, final commit,
-    /// leave the group (the revoke callback commits once more, without waiting).
+    /// Graceful stop: no more intake, wait for in-flight sends and pending produces, final commit of
+    /// every point Kafka has not acknowledged, leave the group (the revoke callback then finds
+    /// nothing more to commit).
     private func drain(until deadline: ContinuousClock.Instant) {
         let owned = state.withLock { $0.owned }
         do { try consumer.pause(owned) } catch {
@@ -180,12 +179,11 @@ final class IntakeService: Sendable {
             // Keep serving the group (heartbeats, callbacks); records that still arrive are not
             // taken: they were never received, so nothing is committed past them.
             _ = try? consumer.poll(timeout: .milliseconds(20), maxMessages: 1)
-            Thread.sleep(forTimeInterval: 0.01)
         }
         if !core.isIdle {
             core.log.warning("shutdown timeout reached with sends or produces still outstanding; their offsets stay uncommitted and will be replayed")
         }
-        commit()
+        commits.commitNow(core.uncommittedPoints())
         closeConsumer()
     }
 
@@ -198,34 +196,6 @@ final class IntakeService: Sendable {
             try consumer.close(timeout: Self.leaveGroupTimeout)
         } catch {
             core.log.warning("leaving the consumer group reported an error", ["error": .string("\(error)")])
-        }
-    }
-
-    private func commit() {
-        let points = core.commitPoints()
-        let offsets: [TopicPartition: Int64] = state.withLock { state in
-            for point in points {
-                let tp = TopicPartition(point.partition.topic, point.partition.partition)
-                guard state.owned.contains(tp) else { continue }
-                // A point equal to what the group already holds (the resume position right after an
-                // assignment) is not committed again: a redundant commit racing a rebalance is
-                // rejected with ILLEGAL_GENERATION, which librdkafka treats as a lost assignment.
-                state.uncommitted[tp] = point.offset == state.committedAt[tp] ? nil : point.offset
-            }
-            return state.uncommitted
-        }
-        guard !offsets.isEmpty else { return }
-        do {
-            try consumer.commit(offsets)
-            core.metrics.commits.labels("ok").increment()
-            core.recordCommitted(offsets)
-            state.withLock { state in
-                for (partition, offset) in offsets where state.uncommitted[partition] == offset { state.uncommitted[partition] = nil }
-                for (partition, offset) in offsets where state.owned.contains(partition) { state.committedAt[partition] = offset }
-            }
-        } catch {
-            core.metrics.commits.labels("failed").increment()
-            core.log.warning("offset commit failed; retrying with the next", ["error": .string("\(error)")])
         }
     }
 
@@ -249,6 +219,13 @@ final class IntakeService: Sendable {
         }
     }
 
+    private func updatePausedGauge() {
+        let paused = core.state.withLock { $0.engine.pausedPartitions }
+        for topic in [topics.activityUpdates, topics.broadcastUpdates] {
+            core.metrics.pausedPartitions.labels(topic).set(paused.filter { $0.topic == topic }.count)
+        }
+    }
+
     /// Forgets a partition's lag bookkeeping and removes its gauge (revoked or lost): the new owner
     /// exports it, and a dashboard summing lag over workers must not count it twice or as zero.
     private func forgetLag(_ partitions: [TopicPartition]) {
@@ -261,97 +238,93 @@ final class IntakeService: Sendable {
         for partition in partitions { core.metrics.consumerLag.remove(partition.topic, String(partition.partition)) }
     }
 
-    private func applyBackpressure() {
-        let (candidates, pressured) = state.withLock { state in (state.owned.subtracting(state.gated), state.pressured) }
-        var pause: [TopicPartition] = []
-        var resume: [TopicPartition] = []
-        let ordered = Array(candidates)
-        let allMeasures = core.measures(of: ordered.map { PartitionID(topic: $0.topic, partition: $0.partition) })
-        for (partition, measures) in zip(ordered, allMeasures) {
-            if pressured.contains(partition) {
-                if gate.mayResume(measures) { resume.append(partition) }
-            } else if gate.shouldPause(measures) {
-                pause.append(partition)
+    /// A commit Kafka acknowledged: the lag gauge counts from it.
+    func committed(_ points: [CommitPoint]) {
+        state.withLock { state in
+            for point in points {
+                let tp = TopicPartition(point.partition.topic, point.partition.partition)
+                if state.owned.contains(tp) { state.committedAt[tp] = point.offset }
             }
         }
-        guard !pause.isEmpty || !resume.isEmpty else { return }
-        // Each call on its own, and only what succeeded is recorded: the rest is tried again on the
-        // next pass (a resume that failed after a pause that worked must not leave a partition paused
-        // without being listed as pressured, where nothing would ever resume it).
-        do {
-            if !pause.isEmpty { try consumer.pause(pause) }
-        } catch {
+    }
+
+    // MARK: PartitionActions (the engine's orders, from any thread)
+
+    func followTokens(_ partition: Int32, assignment: AssignmentID) { tokens.follow(partition, assignment: assignment) }
+
+    func unfollowTokens(_ partition: Int32) { tokens.unfollow(partition) }
+
+    func pauseFetching(_ partitions: [PartitionID]) {
+        do { try consumer.pause(partitions.map(\.topicPartition)) } catch {
             core.log.warning("could not pause partitions; trying again", ["error": .string("\(error)")])
-            pause = []
+            core.fetchControlFailed(partitions, paused: true)
         }
-        do {
-            if !resume.isEmpty { try consumer.resume(resume) }
-        } catch {
+    }
+
+    func resumeFetching(_ partitions: [PartitionID]) {
+        do { try consumer.resume(partitions.map(\.topicPartition)) } catch {
             core.log.warning("could not resume partitions; trying again", ["error": .string("\(error)")])
-            resume = []
+            core.fetchControlFailed(partitions, paused: false)
         }
-        let paused = state.withLock { state in
-            state.pressured.formUnion(pause)
-            state.pressured.subtract(resume)
-            return state.pressured
-        }
-        for partition in pause { core.log.info("partition paused by backpressure", ["partition": .string(partition.description)]) }
-        core.relieve(pause.map { PartitionID(topic: $0.topic, partition: $0.partition) })
-        for partition in resume { core.log.info("partition resumed", ["partition": .string(partition.description)]) }
-        for topic in [topics.activityUpdates, topics.broadcastUpdates] {
-            core.metrics.pausedPartitions.labels(topic).set(paused.filter { $0.topic == topic }.count)
-        }
+    }
+
+    func commit(_ points: [CommitPoint]) { commits.enqueue(points) }
+
+    func revokeDrained(_ partition: PartitionID, commit: CommitPoint?) {
+        state.withLock { $0.drained[partition] = .some(commit) }
+        drainSignal.signal()
     }
 
     // MARK: Rebalance callbacks (on the intake thread, inside poll/close)
 
     private func assigned(_ partitions: [TopicPartition]) {
         core.metrics.rebalances.labels("assigned").increment(by: UInt64(partitions.count))
-        core.assign(partitions.map { PartitionID(topic: $0.topic, partition: $0.partition) })
-        let activity = partitions.filter { $0.topic == topics.activityUpdates }
-        state.withLock { state in
-            state.owned.formUnion(partitions)
-            state.gated.formUnion(activity)
-        }
-        if !activity.isEmpty {
-            do { try consumer.pause(activity) } catch {
-                core.log.warning("could not hold new partitions until their tokens are read", ["error": .string("\(error)")])
-            }
-            for partition in activity { tokens.follow(partition.partition) }
-        }
+        state.withLock { $0.owned.formUnion(partitions) }
+        core.assign(partitions.map(\.partitionID))
         core.log.info("partitions assigned", ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])
     }
 
+    /// The engine drains the revoked partitions (their sends in flight answered, bounded by
+    /// `revokeDrainTimeout`) and hands each back with its final commit point, which librdkafka
+    /// commits before the incremental unassign. This waits for that hand-back, without polling;
+    /// sends of the other partitions go on meanwhile.
     private func revoking(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
-        let ids = partitions.map { PartitionID(topic: $0.topic, partition: $0.partition) }
-        let (aborted, carried) = state.withLock { state -> (Bool, [TopicPartition: Int64]) in
-            var carried: [TopicPartition: Int64] = [:]
-            for partition in partitions {
-                state.owned.remove(partition)
-                state.gated.remove(partition)
-                state.released.remove(partition)
-                state.pressured.remove(partition)
-                carried[partition] = state.uncommitted.removeValue(forKey: partition)
-            }
-            return (state.aborted, carried)
+        let ids = partitions.map(\.partitionID)
+        let aborted = state.withLock { state in
+            state.owned.subtract(partitions)
+            return state.aborted
         }
-        for partition in partitions where partition.topic == topics.activityUpdates { tokens.unfollow(partition.partition) }
         forgetLag(partitions)
         core.metrics.rebalances.labels("revoked").increment(by: UInt64(partitions.count))
         if aborted {
-            _ = core.revoke(ids)
+            core.lose(ids)  // a crash commits nothing
             return [:]
         }
-        core.beginClosing(ids)
-        let deadline = ContinuousClock.now + core.options.revokeDrainTimeout
-        while core.inFlight(of: ids) > 0 && ContinuousClock.now < deadline {
-            Thread.sleep(forTimeInterval: 0.005)
+        core.revoke(ids)
+        // The engine drains by its own deadline (the ticker fires it); this bound only guards against
+        // a ticker that stopped, so a dead thread cannot hold the group's rebalance forever.
+        let giveUpAt = DispatchTime.now() + (core.options.revokeDrainTimeout + .seconds(2)).timeInterval
+        var points: [CommitPoint?] = []
+        while true {
+            let done: [CommitPoint?]? = state.withLock { state in
+                guard ids.allSatisfy({ state.drained[$0] != nil }) else { return nil }
+                return ids.map { state.drained.removeValue(forKey: $0)! }
+            }
+            if let done {
+                points = done
+                break
+            }
+            if drainSignal.wait(timeout: giveUpAt) == .timedOut {
+                core.log.error("a revoke was not drained in time; giving the partitions up without a final commit (the next owner replays from the last one)",
+                               ["partitions": .string(ids.map(\.description).joined(separator: ","))])
+                core.lose(ids)
+                state.withLock { state in for id in ids { state.drained[id] = nil } }
+                return [:]
+            }
         }
-        var offsets = carried
-        for point in core.revoke(ids) {
-            offsets[TopicPartition(point.partition.topic, point.partition.partition)] = point.offset
-        }
-        if !offsets.isEmpty { core.recordCommitted(offsets) }
+        var offsets: [TopicPartition: Int64] = [:]
+        for point in points.compactMap({ $0 }) { offsets[point.partition.topicPartition] = point.offset }
+        if !offsets.isEmpty { core.commitAnswered(points.compactMap { $0 }, failed: []) }
         core.log.info("partitions revoked", ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ",")),
                                               "committing": .string(offsets.sorted { $0.key < $1.key }.map { "\($0.key)@\($0.value)" }.joined(separator: ","))])
         return offsets
@@ -360,51 +333,17 @@ final class IntakeService: Sendable {
     private func lost(_ partitions: [TopicPartition]) {
         core.metrics.rebalances.labels("lost").increment(by: UInt64(partitions.count))
         forgetLag(partitions)
-        state.withLock { state in
-            for partition in partitions {
-                state.owned.remove(partition)
-                state.gated.remove(partition)
-                state.released.remove(partition)
-                state.pressured.remove(partition)
-                state.uncommitted[partition] = nil
-            }
-        }
-        for partition in partitions where partition.topic == topics.activityUpdates { tokens.unfollow(partition.partition) }
-        _ = core.revoke(partitions.map { PartitionID(topic: $0.topic, partition: $0.partition) })
+        state.withLock { $0.owned.subtract(partitions) }
+        core.lose(partitions.map(\.partitionID))
         core.log.warning("partitions lost without an orderly handoff; their state is dropped uncommitted",
                          ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])
     }
+}
 
-    /// From the token follower's thread: only records the release; the intake thread resumes the
-    /// partition, so every pause and resume happens on one thread.
-    private func tokensCaughtUp(_ partition: Int32) {
-        let tp = TopicPartition(topics.activityUpdates, partition)
-        state.withLock { state in
-            guard state.owned.contains(tp), state.gated.contains(tp) else { return }
-            state.released.insert(tp)
-        }
-    }
+extension PartitionID {
+    var topicPartition: TopicPartition { TopicPartition(topic, partition) }
+}
 
-    /// Resumes partitions whose tokens caught up (unless backpressure holds them).
-    private func resumeReleased() {
-        let resume: [TopicPartition] = state.withLock { state in
-            defer { state.released.removeAll() }
-            var resume: [TopicPartition] = []
-            for partition in state.released where state.gated.remove(partition) != nil && state.owned.contains(partition) {
-                if !state.pressured.contains(partition) { resume.append(partition) }
-            }
-            return resume
-        }
-        guard !resume.isEmpty else { return }
-        do { try consumer.resume(resume) } catch {
-            core.log.warning("could not resume partitions after their tokens were read; trying again", ["error": .string("\(error)")])
-            // Still gated and released: the next pass tries again (else nothing would ever resume them).
-            state.withLock { state in
-                state.gated.formUnion(resume)
-                state.released.formUnion(resume)
-            }
-            return
-        }
-        core.log.info("tokens read up to the high watermark; events flow", ["partitions": .string(resume.sorted().map(\.description).joined(separator: ","))])
-    }
+extension TopicPartition {
+    var partitionID: PartitionID { PartitionID(topic: topic, partition: partition) }
 }

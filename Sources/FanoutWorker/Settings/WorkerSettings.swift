@@ -95,7 +95,13 @@ struct WorkerSettings: Sendable {
         e.configProbeInterval = nanoseconds(options.configProbeInterval)
         e.maxIncompletePerPartition = c.backpressure.maxPendingPerPartition
         e.maxInFlightPerPartition = c.backpressure.maxInFlight
-        e.maxIncompleteTotal = max(c.backpressure.maxPendingTargets, c.backpressure.maxPendingPerPartition)
+        e.maxInFlightPerLane = c.backpressure.maxInFlight
+        e.maxIncompletePerLane = c.backpressure.maxPendingTargets
+        e.resumeRatio = c.backpressure.resumeRatio
+        e.commitInterval = nanoseconds(c.kafka.commitInterval)
+        e.revokeDrainTimeout = nanoseconds(options.revokeDrainTimeout)
+        // Broadcast expiration follows each channel's storage policy, looked up through channel management.
+        e.broadcastExpirationImmediate = false
         e.randomSeed = options.randomSeed ?? UInt64.random(in: 1...UInt64.max)
         return e
     }

@@ -5,14 +5,14 @@ import Synchronization
 
 /// Follows partition p of `activity-tokens` for every owned partition p of `activity-updates`
 /// (DESIGN.md §2): reads it from the beginning on assignment, reports when it has caught up with
-/// the high watermark taken at assignment (the intake keeps the events partition paused until
-/// then), and then applies registrations, rotations and tombstones live.
+/// the high watermark taken at assignment (the engine starts the partition's sends only then,
+/// for that assignment), and then applies registrations, rotations and tombstones live.
 ///
 /// Threading: one thread of its own runs every blocking reader call (poll, watermarks);
 /// `follow`/`unfollow` only queue a request and are safe from any thread (the rebalance callback).
 final class TokenFollower: Sendable {
     private enum Request: Sendable {
-        case follow(Int32)
+        case follow(Int32, AssignmentID)
         case unfollow(Int32)
     }
 
@@ -24,18 +24,19 @@ final class TokenFollower: Sendable {
     private let reader: KafkaPartitionReader
     private let topic: String
     private let core: WorkerCore
-    private let caughtUp: @Sendable (Int32) -> Void
+    /// Told once per follow request: (partition, the assignment the request was for).
+    private let caughtUp: @Sendable (Int32, AssignmentID) -> Void
     private let state = Mutex(State())
     private let finished = DispatchSemaphore(value: 0)
 
-    init(configuration: KafkaConfiguration, topic: String, core: WorkerCore, caughtUp: @escaping @Sendable (Int32) -> Void) throws {
+    init(configuration: KafkaConfiguration, topic: String, core: WorkerCore, caughtUp: @escaping @Sendable (Int32, AssignmentID) -> Void) throws {
         reader = try KafkaPartitionReader(configuration: configuration, log: KafkaLogBridge.handler(core.log))
         self.topic = topic
         self.core = core
         self.caughtUp = caughtUp
     }
 
-    func follow(_ partition: Int32) { state.withLock { $0.requests.append(.follow(partition)) } }
+    func follow(_ partition: Int32, assignment: AssignmentID) { state.withLock { $0.requests.append(.follow(partition, assignment)) } }
 
     func unfollow(_ partition: Int32) { state.withLock { $0.requests.append(.unfollow(partition)) } }
 
@@ -59,8 +60,8 @@ final class TokenFollower: Sendable {
     }
 
     private func run() {
-        /// Partition → high watermark still to reach.
-        var catchingUp: [Int32: Int64] = [:]
+        /// Partition → high watermark still to reach, and the assignment it is read for.
+        var catchingUp: [Int32: (high: Int64, assignment: AssignmentID)] = [:]
         var following = Set<Int32>()
         while true {
             let requests: [Request]? = state.withLock { state in
@@ -71,7 +72,7 @@ final class TokenFollower: Sendable {
             guard let requests else { return }
             for request in requests {
                 switch request {
-                case .follow(let partition):
+                case .follow(let partition, let assignment):
                     let tp = TopicPartition(topic, partition)
                     if following.contains(partition) { unassign(tp) }
                     do {
@@ -80,13 +81,13 @@ final class TokenFollower: Sendable {
                         let marks = try reader.watermarks(of: tp, timeout: .seconds(10))
                         if marks.isEmpty {
                             catchingUp[partition] = nil
-                            caughtUp(partition)
+                            caughtUp(partition, assignment)
                         } else {
-                            catchingUp[partition] = marks.high
+                            catchingUp[partition] = (marks.high, assignment)
                         }
                     } catch {
                         // Without the watermark we cannot tell when we caught up: rely on partition EOF.
-                        catchingUp[partition] = Int64.max
+                        catchingUp[partition] = (Int64.max, assignment)
                         core.log.warning("could not read the watermarks of the token partition; waiting for its end instead",
                                          ["partition": .string(tp.description), "error": .string("\(error)")])
                     }
@@ -105,14 +106,14 @@ final class TokenFollower: Sendable {
             let live = batch.messages.filter { following.contains($0.partition) }
             core.applyTokenRecords(live)
             for message in live {
-                if let high = catchingUp[message.partition], message.offset + 1 >= high {
+                if let target = catchingUp[message.partition], message.offset + 1 >= target.high {
                     catchingUp[message.partition] = nil
-                    caughtUp(message.partition)
+                    caughtUp(message.partition, target.assignment)
                 }
             }
-            for end in batch.reachedEnd where catchingUp[end.partition] != nil {
-                catchingUp[end.partition] = nil
-                caughtUp(end.partition)
+            for end in batch.reachedEnd {
+                guard let target = catchingUp.removeValue(forKey: end.partition) else { continue }
+                caughtUp(end.partition, target.assignment)
             }
             for error in batch.errors {
                 core.log.warning("activity-tokens reader error", ["error": .string(error.description)])

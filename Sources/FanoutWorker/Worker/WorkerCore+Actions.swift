@@ -42,6 +42,27 @@ extension WorkerCore {
                 state.withLock { $0.pausedApps[app] = nil }
                 metrics.appBlocked.labels(app).set(0)
                 log.info("APNs accepts this app's configuration again: sending resumed", ["app": .string(app)])
+            case .followTokens(let partition, let assignment):
+                partitionActions?.followTokens(partition, assignment: assignment)
+            case .unfollowTokens(let partition):
+                partitionActions?.unfollowTokens(partition)
+            case .pauseFetching(let partitions):
+                partitionActions?.pauseFetching(partitions)
+                for partition in partitions { log.info("partition paused by backpressure", ["partition": .string(partition.description)]) }
+            case .resumeFetching(let partitions):
+                partitionActions?.resumeFetching(partitions)
+                for partition in partitions { log.info("partition resumed", ["partition": .string(partition.description)]) }
+            case .commit(let points):
+                // Records below a commit point are done: no dead letter will need their bytes.
+                state.withLock { state in
+                    for point in points { state.retained[point.partition]?.prune(below: point.offset) }
+                }
+                partitionActions?.commit(points)
+            case .revokeDrained(let partition, let point):
+                state.withLock { $0.retained[partition] = nil }
+                partitionActions?.revokeDrained(partition, commit: point)
+            case .lookUpChannelPolicy(let app, let channel):
+                work.append(contentsOf: lookUpChannelPolicy(app: app, channel: channel))
             }
         }
         wakeTicker()
@@ -53,44 +74,32 @@ extension WorkerCore {
 
     // MARK: Sends
 
-    /// Starts one send; returns follow-up actions when it failed synchronously.
-    private func start(_ send: SendRequest) -> [EngineAction] {
-        let closing = state.withLock { state -> Bool in
-            if state.closing.contains(send.partition) { return true }
-            state.summary.sends[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
-            return false
+    /// The channel's storage policy, from configuration, cache or a lookup (answered later, on the
+    /// management client's completion); the engine then decides the channel's waiting send.
+    private func lookUpChannelPolicy(app: String, channel: String) -> [EngineAction] {
+        let resolution = lanes.channelPolicies.resolve(app: app, channel: channel) { [self] policy in
+            perform(channelPolicyKnown(app: app, channel: channel, policy: policy))
         }
-        if closing {
-            return complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil, sentToAPNs: false)
+        switch resolution {
+        case .ready(let policy): return channelPolicyKnown(app: app, channel: channel, policy: policy)
+        case .deferred: return []
         }
-        if send.budgetDowngraded { metrics.budgetDowngrades.labels(send.lane.rawValue).increment() }
-        if case .channel(let channel) = send.destination {
-            let resolution = lanes.channelPolicies.resolve(app: send.app, channel: channel) { [self] policy in
-                // The lookup finished (on the management client's side): send now, unless the
-                // partition started closing meanwhile (the send is then retried by its next owner).
-                if state.withLock({ $0.closing.contains(send.partition) }) {
-                    perform(complete(send, outcome: .retry(reason: "partition is being revoked", status: nil, after: nil), result: nil, started: nil,
-                                     sentToAPNs: false))
-                } else {
-                    // It leaves only now: min_interval counts from here.
-                    let now = clock.now()
-                    state.withLock { $0.engine.sendDelayed(send.sendID, until: now) }
-                    perform(dispatch(send, channelPolicy: policy))
-                }
-            }
-            switch resolution {
-            case .ready(let policy): return dispatch(send, channelPolicy: policy)
-            case .deferred: return []
-            }
-        }
-        return dispatch(send, channelPolicy: nil)
     }
 
-    /// Builds the request and hands it to the lane's client; returns follow-up actions when that failed synchronously.
-    private func dispatch(_ send: SendRequest, channelPolicy: ChannelPolicies.Policy?) -> [EngineAction] {
+    private func channelPolicyKnown(app: String, channel: String, policy: ChannelStoragePolicy?) -> [EngineAction] {
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        state.withLock { $0.engine.channelPolicyKnown(app: app, channel: channel, policy: policy, now: now, into: &actions) }
+        return actions
+    }
+
+    /// Starts one send; returns follow-up actions when it failed synchronously.
+    private func start(_ send: SendRequest) -> [EngineAction] {
+        state.withLock { $0.summary.sends[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1 }
+        if send.budgetDowngraded { metrics.budgetDowngrades.labels(send.lane.rawValue).increment() }
         let request: APNsRequest
         do {
-            request = try APNsLanes.request(for: send, channelPolicy: channelPolicy, now: clock.now() / Nanoseconds.nanosecondsPerSecond)
+            request = try APNsLanes.request(for: send)
         } catch {
             return complete(send, outcome: .badPayload(reason: error.description, status: 0), result: nil, started: nil)
         }
@@ -111,14 +120,11 @@ extension WorkerCore {
     }
 
     /// Feeds a send's outcome to the engine and records it; returns the engine's actions.
-    /// - Parameter sentToAPNs: false for a send stopped before it reached the client (its partition is
-    ///   being revoked): the engine hears of it, the APNs send and error metrics do not.
-    private func complete(_ send: SendRequest, outcome: SendOutcome, result: APNsResult?, started: ContinuousClock.Instant?,
-                          sentToAPNs: Bool = true) -> [EngineAction] {
+    private func complete(_ send: SendRequest, outcome: SendOutcome, result: APNsResult?, started: ContinuousClock.Instant?) -> [EngineAction] {
         let lane = send.lane.rawValue
         let priority = send.priority >= 10 ? "10" : "5"
         if let started { metrics.apnsLatency.labels(lane).observe(ContinuousClock.now - started) }
-        if sentToAPNs { record(outcome, of: send, result: result, lane: lane, priority: priority) }
+        record(outcome, of: send, result: result, lane: lane, priority: priority)
         let now = clock.now()
         var actions: [EngineAction] = []
         state.withLock { state in

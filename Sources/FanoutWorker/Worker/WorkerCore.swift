@@ -16,8 +16,6 @@ final class WorkerCore: Sendable {
         /// App → reason, while APNs says its configuration is wrong.
         var pausedApps: [String: String] = [:]
         var retained: [PartitionID: RetainedMessages] = [:]
-        /// Partitions being revoked: no new sends start for them.
-        var closing: Set<PartitionID> = []
         /// Per lane: why APNs is unreachable (the last answer was a transport failure), or nil.
         var unreachable: [Lane: String] = [:]
     }
@@ -37,6 +35,9 @@ final class WorkerCore: Sendable {
     let stopped = Atomic<Bool>(false)
     let retryQueue = DispatchQueue(label: "fanout-produce-retry")
     let topics: FanoutConfiguration.Topics
+    /// Who carries out the engine's Kafka-side actions (the intake service), held weakly: the
+    /// intake owns this core, and a worker that is never started is freed with its clients.
+    private let partitionActionsBox = Mutex(WeakPartitionActions())
     /// Why the worker can no longer do its job (a Kafka thread died), and who to tell.
     private let failure = Mutex<(reason: String?, handlers: [@Sendable (String) -> Void])>((nil, []))
 
@@ -78,12 +79,7 @@ final class WorkerCore: Sendable {
                 countedEvents = 0
             }
             countedEvents += 1
-            guard let value = message.value else {
-                decoded.append(.failure(EventRejection(.malformedJSON, "the record has a null value (a tombstone); events must be JSON objects")))
-                continue
-            }
-            let key = message.key.map { String(decoding: $0, as: UTF8.self) }
-            var result = decoder.decode(value, key: key, lane: lane, now: now / Nanoseconds.nanosecondsPerSecond)
+            var result = decoder.decode(record: message.value, key: message.key, lane: lane, now: now / Nanoseconds.nanosecondsPerSecond)
             if case .success(var event) = result, event.staleDate == nil, !settings.staleAfterOverrides.isEmpty {
                 settings.applyStaleAfter(to: &event)
                 result = .success(event)
@@ -103,10 +99,13 @@ final class WorkerCore: Sendable {
                     state.summary.eventsAccepted += 1
                     state.engine.receive(event, from: source, now: now, into: &actions)
                 case .failure(let rejection):
+                    // A record of a closing partition is left to its next owner, who judges it again.
+                    guard state.engine.takes(source) else { continue }
                     state.engine.receiveRejected(source)
                     rejected.append((message, rejection))
                 }
             }
+            state.engine.regulate(now: now, into: &actions)
         }
         perform(actions)
         for (message, rejection) in rejected {
@@ -165,87 +164,73 @@ final class WorkerCore: Sendable {
 
     func nextDeadline() -> Nanoseconds? { state.withLock { $0.engine.nextDeadline() } }
 
-    // MARK: Partitions
+    // MARK: Partitions (facts from Kafka in, the engine's lifecycle actions out)
+
+    func setPartitionActions(_ actions: any PartitionActions) {
+        partitionActionsBox.withLock { $0.value = actions }
+    }
+
+    var partitionActions: (any PartitionActions)? { partitionActionsBox.withLock { $0.value } }
 
     func assign(_ partitions: [PartitionID]) {
         let now = clock.now()
-        state.withLock { state in
-            for partition in partitions {
-                state.engine.assign(partition, lane: lane(of: partition.topic), now: now)
-                state.closing.remove(partition)
-            }
-        }
-    }
-
-    /// Partitions just paused by backpressure: their targets' held minor updates go now (min_interval
-    /// and the budget permitting), so the offsets they carry complete and the partitions resume
-    /// instead of waiting for max_quiet.
-    func relieve(_ partitions: [PartitionID]) {
-        guard !partitions.isEmpty else { return }
-        let now = clock.now()
         var actions: [EngineAction] = []
         state.withLock { state in
-            for partition in partitions { state.engine.relieve(partition, now: now, into: &actions) }
+            for partition in partitions { state.engine.assign(partition, lane: lane(of: partition.topic), now: now, into: &actions) }
         }
         perform(actions)
     }
 
-    /// Marks partitions as closing (no new sends), for the duration of a revoke.
-    func beginClosing(_ partitions: [PartitionID]) {
-        state.withLock { $0.closing.formUnion(partitions) }
+    /// An orderly revoke: the engine drains each partition and says so with `.revokeDrained`.
+    func revoke(_ partitions: [PartitionID]) {
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        state.withLock { $0.engine.revoke(partitions, now: now, into: &actions) }
+        perform(actions)
     }
 
-    func inFlight(of partitions: [PartitionID]) -> Int {
-        state.withLock { state in partitions.reduce(0) { $0 + (state.engine.load(of: $1)?.inFlight ?? 0) } }
-    }
-
-    /// Forgets the partitions; returns their final commit points.
-    func revoke(_ partitions: [PartitionID]) -> [CommitPoint] {
+    /// Lost without an orderly handoff: dropped, nothing committed.
+    func lose(_ partitions: [PartitionID]) {
+        var actions: [EngineAction] = []
         state.withLock { state in
-            let points = state.engine.revoke(partitions)
-            for partition in partitions {
-                state.retained[partition] = nil
-                state.closing.remove(partition)
+            state.engine.lose(partitions, into: &actions)
+            for partition in partitions { state.retained[partition] = nil }
+        }
+        perform(actions)
+    }
+
+    func tokensCaughtUp(partition: Int32, assignment: AssignmentID) {
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        state.withLock { $0.engine.tokensCaughtUp(partition: partition, assignment: assignment, now: now, into: &actions) }
+        perform(actions)
+    }
+
+    /// Backpressure: the engine pauses and resumes partitions (`.pauseFetching`, `.resumeFetching`).
+    func regulate() {
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        state.withLock { $0.engine.regulate(now: now, into: &actions) }
+        perform(actions)
+    }
+
+    func fetchControlFailed(_ partitions: [PartitionID], paused: Bool) {
+        state.withLock { $0.engine.fetchControlFailed(partitions, paused: paused) }
+    }
+
+    /// Kafka answered a commit (`failed`: the partitions it refused).
+    func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>) {
+        state.withLock { state in
+            state.engine.commitAnswered(points, failed: failed)
+            for point in points where !failed.contains(point.partition) {
+                state.summary.committed[point.partition.description] = point.offset
             }
-            return points
+            if failed.count < points.count { state.summary.commits += 1 }
         }
     }
 
-    /// Commit points that moved; drops retained records below them.
-    func commitPoints() -> [CommitPoint] {
-        state.withLock { state in
-            let points = state.engine.commitPoints()
-            for point in points { state.retained[point.partition]?.prune(below: point.offset) }
-            return points
-        }
-    }
-
-    func recordCommitted(_ points: [TopicPartition: Int64]) {
-        state.withLock { state in
-            for (partition, offset) in points { state.summary.committed[partition.description] = offset }
-            state.summary.commits += 1
-        }
-    }
-
-    /// Backpressure measures for each of `partitions`. The totals are those of the partition's own
-    /// lane (its topic's), so a flood or an APNs outage on one lane never pauses the other lane's
-    /// intake (DESIGN.md §3); each lane is held to the process bounds on its own.
-    func measures(of partitions: [PartitionID]) -> [BackpressureGate.Measures] {
-        state.withLock { state in
-            var inFlight: [Lane: Int] = [:], incomplete: [Lane: Int] = [:]
-            for partition in state.retained.keys {
-                guard let load = state.engine.load(of: partition) else { continue }
-                let lane = lane(of: partition.topic)
-                inFlight[lane, default: 0] += load.inFlight
-                incomplete[lane, default: 0] += load.incomplete
-            }
-            return partitions.map { partition in
-                let lane = lane(of: partition.topic)
-                return BackpressureGate.Measures(partitionPending: state.retained[partition]?.count ?? 0,
-                                                 totalInFlight: inFlight[lane] ?? 0, totalIncomplete: incomplete[lane] ?? 0)
-            }
-        }
-    }
+    /// Every commit point not yet acknowledged by Kafka (the final commit at shutdown).
+    func uncommittedPoints() -> [CommitPoint] { state.withLock { $0.engine.uncommittedPoints() } }
 
     /// True when no send is in flight and no dead letter or feedback record awaits its acknowledgement.
     var isIdle: Bool {

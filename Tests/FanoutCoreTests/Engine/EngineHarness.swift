@@ -63,6 +63,27 @@ struct Harness {
         return new
     }
 
+    /// Assigns `partition` as the group would at `at` (default now); an activity partition's tokens
+    /// are reported caught up at once unless `tokensRead` is false.
+    @discardableResult
+    mutating func assign(_ partition: PartitionID, lane: Lane = .activity, at: Nanoseconds? = nil, tokensRead: Bool = true) -> [EngineAction] {
+        var new: [EngineAction] = []
+        engine.assign(partition, lane: lane, now: at ?? now, into: &new)
+        if tokensRead, case let .followTokens(number, assignment)? = new.first {
+            engine.tokensCaughtUp(partition: number, assignment: assignment, now: now, into: &new)
+        }
+        actions += new
+        return new
+    }
+
+    @discardableResult
+    mutating func revoke(_ partitions: [PartitionID]) -> [EngineAction] {
+        var new: [EngineAction] = []
+        engine.revoke(partitions, now: now, into: &new)
+        actions += new
+        return new
+    }
+
     @discardableResult
     mutating func register(_ token: String, key: String = "export-42", at: Int64) -> [EngineAction] {
         let new = engine.tokenRegistered(key: key, token: token, environment: .production,
@@ -77,4 +98,10 @@ extension Array where Element == EngineAction {
     var deadLetters: [DeadLetter] { compactMap { if case let .deadLetter(letter) = $0 { letter } else { nil } } }
     var feedback: [TokenFeedback] { compactMap { if case let .feedback(record) = $0 { record } else { nil } } }
     var drops: [DropReason] { compactMap { if case let .dropped(_, reason) = $0 { reason } else { nil } } }
+    /// Revokes the engine drained, with their final commit points.
+    var drained: [PartitionID: CommitPoint?] {
+        var result: [PartitionID: CommitPoint?] = [:]
+        for case let .revokeDrained(partition, point) in self { result[partition] = .some(point) }
+        return result
+    }
 }

@@ -33,21 +33,83 @@ import Testing
         #expect(h.engine.snapshot(lane: .activity, target: "export-42", now: h.now)?.pendingOffsets == 1)
     }
 
-    @Test func outcomeOfARevokedPartitionsSendIsIgnored() throws {
+    /// A revoke waits for the partition's send in flight: its answer completes the offset, and the
+    /// drain hands back the point after it.
+    @Test func aRevokeIsDrainedWhenItsSendInFlightIsAnswered() throws {
         var h = Harness()
         let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
-        _ = h.engine.revoke([activityPartition])
-        #expect(h.complete(send).isEmpty)
-        #expect(h.engine.commitPoints().isEmpty)
+        #expect(h.revoke([activityPartition]).drained.isEmpty, "a send is in flight")
+        #expect(h.engine.phase(of: activityPartition) == .closing)
+        #expect(h.feed(makeEvent("e2", timestamp: 101, status: "b")).isEmpty, "a closing partition takes no new record")
+        let answered = h.complete(send)
+        #expect(answered.drained == [activityPartition: CommitPoint(partition: activityPartition, offset: 1)])
+        #expect(h.engine.phase(of: activityPartition) == nil)
         #expect(h.engine.totalLoad == Load(incomplete: 0, inFlight: 0))
     }
 
-    @Test func revokingAnActivityPartitionForgetsItsTokens() {
+    /// A send that is never answered holds a revoke for `revokeDrainTimeout` at most; its offsets stay
+    /// uncommitted and its late answer is ignored.
+    @Test func aRevokeIsDrainedAtItsDeadlineWithoutTheUnansweredSend() throws {
         var h = Harness()
-        h.feed(makeEvent("e1", timestamp: 100))
+        let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.revoke([activityPartition])
+        #expect(h.advance(h.engine.configuration.revokeDrainTimeout - 1).drained.isEmpty)
+        #expect(h.advance(1).drained == [activityPartition: nil], "nothing to commit past the unanswered send")
+        #expect(h.complete(send).isEmpty)
+        #expect(h.engine.totalLoad == Load(incomplete: 0, inFlight: 0))
+    }
+
+    /// No send starts for a closing partition: the pending state stays for the next owner.
+    @Test func nothingIsSentForAClosingPartition() throws {
+        var h = Harness()
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.complete(first)
+        h.feed(makeEvent("e2", timestamp: 101, status: "b"))  // waits for min_interval
+        let other = PartitionID(topic: "activity-updates", partition: 1)
+        h.register(tokenB, key: "other", at: 1)
+        let busy = try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100), partition: other).sends.first)
+        #expect(h.revoke([activityPartition]).drained == [activityPartition: CommitPoint(partition: activityPartition, offset: 1)],
+                "nothing in flight: drained at once, e2 uncommitted")
+        #expect(h.advance(2 * sec).sends.isEmpty)
+        #expect(h.complete(busy).drained.isEmpty, "the other partition is not affected")
+    }
+
+    @Test func revokingAnActivityPartitionForgetsItsTokens() throws {
+        var h = Harness()
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
         #expect(h.engine.tokens.count == 1)
-        _ = h.engine.revoke([activityPartition])
+        h.revoke([activityPartition])
         #expect(h.engine.tokens.count == 0)
+    }
+
+    /// Sends of an activity partition wait until its activity-tokens partition was read for this
+    /// assignment; a catch-up reported for an earlier assignment of the same partition changes nothing.
+    @Test func sendsWaitForTheTokensOfThisAssignment() throws {
+        var h = Harness()
+        let first = h.assign(activityPartition, at: h.now - 60 * sec, tokensRead: false)
+        guard case let .followTokens(number, old)? = first.first else { Issue.record("no followTokens: \(first)"); return }
+        h.revoke([activityPartition])
+        let again = h.assign(activityPartition, at: h.now - 60 * sec, tokensRead: false)
+        guard case let .followTokens(_, current)? = again.first else { Issue.record("no followTokens: \(again)"); return }
+        #expect(old != current)
+        h.register(tokenA, at: 1)  // read from activity-tokens for this assignment
+        #expect(h.feed(makeEvent("e1", timestamp: 100)).sends.isEmpty, "tokens not read yet")
+        var actions: [EngineAction] = []
+        h.engine.tokensCaughtUp(partition: number, assignment: old, now: h.now, into: &actions)
+        #expect(actions.isEmpty && h.engine.phase(of: activityPartition) == .readingTokens, "a report of the earlier assignment")
+        h.engine.tokensCaughtUp(partition: number, assignment: current, now: h.now, into: &actions)
+        #expect(actions.sends.map(\.event.id) == ["e1"])
+    }
+
+    /// A partition lost without a handoff is dropped at once: nothing committed, its sends' answers ignored.
+    @Test func aLostPartitionIsDroppedWithoutACommit() throws {
+        var h = Harness()
+        let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        var actions: [EngineAction] = []
+        h.engine.lose([activityPartition], into: &actions)
+        #expect(actions.drained.isEmpty && h.engine.phase(of: activityPartition) == nil)
+        #expect(h.complete(send).isEmpty)
+        #expect(h.engine.commitPoints().isEmpty)
     }
 
     @Test func commitPointsAreReportedOnlyWhenTheyMove() throws {
@@ -61,7 +123,7 @@ import Testing
         var h = Harness()
         let source = EventSource(partition: activityPartition, offset: 0)
         h.engine.receiveRejected(source)
-        #expect(h.engine.commitPoints() == [CommitPoint(partition: activityPartition, offset: 0)])
+        #expect(h.engine.commitPoints().isEmpty, "0 is where the group resumed the partition: nothing to commit")
         h.engine.resolveRejected(source)
         #expect(h.engine.commitPoints() == [CommitPoint(partition: activityPartition, offset: 1)])
     }
@@ -80,6 +142,6 @@ import Testing
         let moved = try #require(h.feed(makeEvent("e3", timestamp: 102, status: "c"), partition: other).sends.first)
         #expect(moved.partition == other && moved.coveredOffsets == [1])
         h.complete(moved)
-        #expect(Set(h.engine.commitPoints()) == [CommitPoint(partition: activityPartition, offset: 1), CommitPoint(partition: other, offset: 0)])
+        #expect(h.engine.commitPoints() == [CommitPoint(partition: activityPartition, offset: 1)], "other stays at 0, where it resumed")
     }
 }

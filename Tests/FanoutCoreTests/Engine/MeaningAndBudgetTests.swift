@@ -48,21 +48,31 @@ import Testing
         #expect(later.event.id == "x2")
     }
 
-    /// A send that left late (its channel's storage policy was looked up first) moves the min_interval
-    /// window with it, so APNs never sees the next push right behind it.
-    @Test func minIntervalCountsFromASendThatLeftLate() throws {
-        var h = Harness()
+    /// A channel's first send waits for its storage policy (apns-expiration depends on it); the send
+    /// is decided when the answer comes, so min_interval counts from when it actually left.
+    @Test func aChannelsFirstSendWaitsForItsStoragePolicy() throws {
+        var configuration = EngineConfiguration()
+        configuration.broadcastExpirationImmediate = false
+        var h = Harness(configuration: configuration)
         let channel = "Y2hhbm5lbA=="
-        let first = try #require(h.feed(makeEvent("b1", target: channel, timestamp: 100, lane: .broadcast),
-                                         partition: broadcastPartition).sends.first)
+        let asked = h.feed(makeEvent("b1", target: channel, timestamp: 100, lane: .broadcast, staleDate: 1_772_789_100),
+                           partition: broadcastPartition)
+        #expect(asked == [.lookUpChannelPolicy(app: "com.example.exports", channel: channel)])
         h.advance(sec * 8 / 10)
-        h.engine.sendDelayed(first.sendID, until: h.now)
-        h.advance(sec / 10)
+        var actions: [EngineAction] = []
+        h.engine.channelPolicyKnown(app: "com.example.exports", channel: channel, policy: .mostRecent, now: h.now, into: &actions)
+        let first = try #require(actions.sends.first)
+        #expect(first.expiration == 1_772_789_100, "a most-recent channel stores it until the stale date")
         h.complete(first)
         h.feed(makeEvent("b2", target: channel, timestamp: 101, status: "2-0", lane: .broadcast), partition: broadcastPartition)
-        #expect(h.advance(sec / 10).sends.isEmpty, "1.0 s after the decision, 0.2 s after it left")
-        #expect(h.advance(sec * 7 / 10).sends.isEmpty)
-        #expect(h.advance(sec / 10).sends.map(\.event.id) == ["b2"], "min_interval after it left")
+        #expect(h.advance(sec * 9 / 10).sends.isEmpty, "min_interval counts from when b1 left")
+        #expect(h.advance(sec / 10).sends.map(\.event.id) == ["b2"], "the policy is known: no second lookup")
+        // A no-storage answer sends expiration 0.
+        let other = "b3RoZXI="
+        h.feed(makeEvent("c1", target: other, timestamp: 100, lane: .broadcast), partition: broadcastPartition)
+        actions = []
+        h.engine.channelPolicyKnown(app: "com.example.exports", channel: other, policy: .noStorage, now: h.now, into: &actions)
+        #expect(actions.sends.map(\.expiration) == [0])
     }
 
     @Test func progressPastDeltaIsSentAtPriority5() throws {

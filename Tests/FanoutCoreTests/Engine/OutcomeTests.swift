@@ -138,7 +138,7 @@ import Testing
         let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
         let letter = try #require(h.complete(send, .badPayload(reason: "PayloadTooLarge", status: 413)).deadLetters.first)
         #expect(letter.reason == .rejectedByAPNs)
-        #expect(h.engine.commitPoints().map(\.offset) == [0])
+        #expect(h.engine.commitPoints().isEmpty, "0 is where the partition resumed")
         h.engine.resolve(letter.resolution)
         #expect(h.engine.commitPoints().map(\.offset) == [1])
     }
@@ -152,7 +152,7 @@ import Testing
         let actions = h.complete(first, .configError(reason: "BadTopic", status: 400))
         #expect(actions.contains(.pauseApp(app: "com.example.exports", reason: "APNs 400 BadTopic")))
         #expect(h.feed(makeEvent("o1", target: "other", timestamp: 100)).sends.isEmpty)
-        #expect(h.engine.commitPoints().map(\.offset) == [0])
+        #expect(h.engine.commitPoints().isEmpty, "0 is where the partition resumed")
         #expect(h.advance(59 * sec).sends.isEmpty)
         let probe = try #require(h.advance(sec).sends.first)
         #expect(probe.isProbe)
@@ -174,7 +174,8 @@ import Testing
         h.complete(first, .configError(reason: "InvalidProviderToken", status: 403))
         let probe = try #require(h.advance(60 * sec).sends.first)
         #expect(probe.isProbe)
-        _ = h.engine.revoke([activityPartition])
+        h.revoke([activityPartition])
+        #expect(h.advance(h.engine.configuration.revokeDrainTimeout).drained.keys.contains(activityPartition), "drained without the probe's answer")
         h.complete(probe)  // too late: ignored
         let other = PartitionID(topic: "activity-updates", partition: 1)
         h.register(tokenB, key: "other", at: 1)
@@ -193,9 +194,9 @@ import Testing
         var h = Harness()
         for round in 0..<200 {
             let partition = PartitionID(topic: "activity-updates", partition: Int32(round % 3))
-            h.engine.assign(partition)
-            h.engine.assign(broadcastPartition)
-            _ = h.engine.revoke([partition, broadcastPartition])
+            h.assign(partition)
+            h.assign(broadcastPartition, lane: .broadcast)
+            h.revoke([partition, broadcastPartition])
         }
         #expect(h.engine.partitions.count <= 2)
         h.feed(makeEvent("e1", timestamp: 100))
@@ -208,14 +209,14 @@ import Testing
     @Test func minIntervalHoldsAcrossAPartitionHandoff() throws {
         var h = Harness()
         let moved = PartitionID(topic: "activity-updates", partition: 5)
-        h.engine.assign(moved, now: h.now)
+        h.assign(moved)
         #expect(h.feed(makeEvent("e1", timestamp: 100), partition: moved).sends.isEmpty)
         #expect(h.advance(sec / 2).sends.isEmpty)
         let first = try #require(h.advance(sec / 2).sends.first, "sent once min_interval has passed since the assignment")
         #expect(first.event.id == "e1")
         // A partition assigned long ago: a new target there sends at once.
         let held = PartitionID(topic: "activity-updates", partition: 6)
-        h.engine.assign(held, now: h.now - 60 * sec)
+        h.assign(held, at: h.now - 60 * sec)
         h.register(tokenB, key: "other", at: 1)
         #expect(h.feed(makeEvent("o1", target: "other", timestamp: 100), partition: held).sends.count == 1)
     }
@@ -225,11 +226,11 @@ import Testing
     @Test func revokingAnIdleActivityPartitionForgetsItsTokens() {
         var h = Harness(registerToken: false)
         let idle = PartitionID(topic: "activity-updates", partition: 3)
-        h.engine.assign(idle, lane: .activity, now: h.now)
+        h.assign(idle)
         var actions: [EngineAction] = []
         h.engine.tokenRegistered(key: "export-7", token: tokenB, environment: nil, at: 1, partition: 3, now: h.now, into: &actions)
         #expect(h.engine.tokens.count == 1)
-        _ = h.engine.revoke([idle])
+        h.revoke([idle])
         #expect(h.engine.tokens.count == 0)
     }
 
@@ -248,8 +249,7 @@ import Testing
         let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
         h.complete(first)
         h.feed(makeEvent("e2", timestamp: 101, status: "b"))
-        let points = h.engine.revoke([activityPartition])
-        #expect(points == [CommitPoint(partition: activityPartition, offset: 1)])
+        #expect(h.revoke([activityPartition]).drained == [activityPartition: CommitPoint(partition: activityPartition, offset: 1)])
         #expect(h.engine.targetCount == 0)
         #expect(h.engine.totalLoad == Load(incomplete: 0, inFlight: 0))
         // Re-assigned later: the replayed event is not a duplicate.
@@ -259,13 +259,45 @@ import Testing
         #expect(replay.sends.count == 1)
     }
 
-    @Test func backpressureBounds() {
+    /// Backpressure is the engine's: a partition whose uncommitted window reaches its bound is paused
+    /// (and its held minor updates relieved), and resumed once every measure is below the resume
+    /// ratio; a pause that failed is asked for again.
+    @Test func backpressurePausesAtTheBoundAndResumesBelowTheRatio() throws {
         var configuration = EngineConfiguration()
         configuration.maxIncompletePerPartition = 4
         var h = Harness(configuration: configuration, registerToken: false)
-        for i in 0..<4 { h.feed(makeEvent("e\(i)", target: "k\(i)", timestamp: 100)) }
-        #expect(h.engine.shouldPause(activityPartition))
-        #expect(!h.engine.mayResume(activityPartition))
-        #expect(h.engine.load(of: activityPartition) == Load(incomplete: 4, inFlight: 0))
+        for i in 0..<3 { h.feed(makeEvent("e\(i)", target: "k\(i)", timestamp: 100)) }
+        var actions: [EngineAction] = []
+        h.engine.regulate(now: h.now, into: &actions)
+        #expect(actions.isEmpty, "below the bound")
+        h.feed(makeEvent("e3", target: "k3", timestamp: 100))
+        h.engine.regulate(now: h.now, into: &actions)
+        #expect(actions == [.pauseFetching([activityPartition])])
+        h.engine.fetchControlFailed([activityPartition], paused: true)
+        actions = []
+        h.engine.regulate(now: h.now, into: &actions)
+        #expect(actions == [.pauseFetching([activityPartition])], "a failed pause is asked for again")
+        #expect(h.engine.pausedPartitions == [activityPartition])
+        // Tokens arrive: all four are sent and delivered, the window empties.
+        for i in 0..<4 { h.register(tokenA, key: "k\(i)", at: 1) }
+        for send in h.actions.sends { h.complete(send) }
+        actions = []
+        h.engine.regulate(now: h.now, into: &actions)
+        #expect(actions == [.resumeFetching([activityPartition])])
+        #expect(h.engine.pausedPartitions.isEmpty)
+    }
+
+    /// Each lane is held to its own totals: a flood of sends in flight on the broadcast lane pauses
+    /// its partitions, never the activity lane's.
+    @Test func aLaneAtItsInFlightBoundPausesOnlyItsOwnPartitions() throws {
+        var configuration = EngineConfiguration()
+        configuration.maxInFlightPerLane = 2
+        var h = Harness(configuration: configuration)
+        h.feed(makeEvent("b1", target: "Y2hhbm5lbA==", timestamp: 100, lane: .broadcast), partition: broadcastPartition)
+        h.feed(makeEvent("b2", target: "b3RoZXI=", timestamp: 100, lane: .broadcast), partition: broadcastPartition)
+        h.feed(makeEvent("e1", timestamp: 100))
+        var actions: [EngineAction] = []
+        h.engine.regulate(now: h.now, into: &actions)
+        #expect(actions == [.pauseFetching([broadcastPartition])])
     }
 }

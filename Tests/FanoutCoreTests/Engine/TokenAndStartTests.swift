@@ -67,7 +67,7 @@ import Testing
         let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
         let feedback = try #require(h.complete(send, .tokenGone(reason: "Unregistered", status: 410, apnsTimestampMillis: 5)).feedback.first)
         #expect(feedback.token == tokenA && feedback.status == 410 && feedback.key == "export-42")
-        #expect(h.engine.commitPoints().map(\.offset) == [0])
+        #expect(h.engine.commitPoints().isEmpty, "0 is where the partition resumed")
         h.engine.resolve(feedback.resolution)
         #expect(h.engine.commitPoints().map(\.offset) == [1])
         h.advance(2 * sec)

@@ -100,6 +100,9 @@ import Testing
         Case(name: "both input push kinds", reason: .invalidInputPush) {
             F.decode(F.start(["input_push_token": true, "input_push_channel": F.channel]))
         },
+        Case(name: "a record with a null Kafka key", reason: .missingKey) {
+            F.decoder().decode(record: Array("{}".utf8), key: nil, lane: .activity, now: F.timestamp)
+        },
     ]
 
     @Test(arguments: cases)

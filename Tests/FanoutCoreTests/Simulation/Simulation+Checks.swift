@@ -29,6 +29,17 @@ extension Simulation {
                 stats.pauses += 1
             case .resumeApp:
                 stats.resumes += 1
+            case let .pauseFetching(partitions):
+                stats.fetchPauses += partitions.count
+                fetchPaused.formUnion(partitions)
+            case let .resumeFetching(partitions):
+                fetchPaused.subtract(partitions)
+            case let .revokeDrained(_, point):
+                if let point { try checkCommit(point) }
+            case .followTokens, .unfollowTokens:
+                break  // assign() schedules the catch-up; the simulated token API needs no unfollow
+            case .commit, .lookUpChannelPolicy:
+                throw fail("unexpected \(action): the simulation commits through commitPoints() and sends broadcasts with expiration 0")
             }
         }
     }

@@ -60,6 +60,10 @@ struct Simulation {
     var steps = 0
     var nextArrival: [(PartitionID, Nanoseconds)] = []
     var assignedOrder: [PartitionID] = []
+    /// Partitions the engine asked to stop fetching (backpressure).
+    var fetchPaused: Set<PartitionID> = []
+    /// Token partitions being read for an assignment: the catch-up is reported at `at`.
+    var catchUps: [(partition: Int32, assignment: AssignmentID, at: Nanoseconds)] = []
     var stats = SimulationStats()
 
     init(seed: UInt64) {
@@ -131,7 +135,10 @@ struct Simulation {
         healed = true
         outages = []
         configBroken = nil
-        for partition in assignedOrder where !assigned.contains(partition) { assign(partition) }
+        for partition in assignedOrder where !assigned.contains(partition) {
+            reassignAt[partition] = nil
+            assign(partition)
+        }
     }
 
     func isSettled() -> Bool {
@@ -150,6 +157,7 @@ struct Simulation {
         for resolution in resolutions { next = min(next, resolution.at) }
         for event in tokenEvents where event.at >= now { next = min(next, event.at) }
         for at in reassignAt.values { next = min(next, at) }
+        for catchUp in catchUps { next = min(next, catchUp.at) }
         if let deadline = engine.nextDeadline() { next = min(next, max(deadline, now)) }
         if !healed { next = min(next, max(nextRevokeAt, now), start + horizon + 60 * 1_000_000_000) }
         if let crashAt { next = min(next, max(crashAt, now)) }
@@ -163,7 +171,7 @@ struct Simulation {
         for partition in assignedOrder where assigned.contains(partition) {
             let log = workload.logs[partition]!
             let index = position[partition, default: 0]
-            if index < log.count && !engine.shouldPause(partition) { nextArrival.append((partition, log[index].arrival)) }
+            if index < log.count && !fetchPaused.contains(partition) { nextArrival.append((partition, log[index].arrival)) }
         }
     }
 
@@ -178,6 +186,11 @@ struct Simulation {
                 engine.tokenRegistered(key: event.key, token: event.token, environment: .sandbox, at: event.registeredAt,
                                        partition: partition.partition, now: now, into: &actions)
             }
+        }
+        // Token partitions read up to their high watermark.
+        for index in catchUps.indices.reversed() where catchUps[index].at <= now {
+            let catchUp = catchUps.remove(at: index)
+            engine.tokensCaughtUp(partition: catchUp.partition, assignment: catchUp.assignment, now: now, into: &actions)
         }
         // Kafka produce acks for dead letters and feedback.
         for index in resolutions.indices.reversed() where resolutions[index].at <= now {
@@ -207,7 +220,7 @@ struct Simulation {
         // Consumer fetch.
         for partition in assignedOrder where assigned.contains(partition) {
             guard let log = workload.logs[partition] else { continue }
-            while position[partition, default: 0] < log.count, log[position[partition]!].arrival <= now, !engine.shouldPause(partition) {
+            while position[partition, default: 0] < log.count, log[position[partition]!].arrival <= now, !fetchPaused.contains(partition) {
                 let offset = position[partition]!
                 position[partition] = offset + 1
                 let source = EventSource(partition: partition, offset: Int64(offset))
@@ -218,9 +231,11 @@ struct Simulation {
                 } else {
                     engine.receive(log[offset].event, from: source, now: now, into: &actions)
                 }
+                engine.regulate(now: now, into: &actions)
                 try handle(&actions)
             }
         }
+        engine.regulate(now: now, into: &actions)
         engine.tick(now: now, into: &actions)
         try handle(&actions)
         if random.chance(0.2) { try checkCommits() }
@@ -229,10 +244,17 @@ struct Simulation {
 
     mutating func assign(_ partition: PartitionID) {
         assigned.insert(partition)
-        engine.assign(partition)
+        fetchPaused.remove(partition)
+        let lane: Lane = partition.topic == SimulatedWorkload.activityTopic ? .activity : .broadcast
+        var assignment: [EngineAction] = []
+        engine.assign(partition, lane: lane, now: now, into: &assignment)
         position[partition] = Int(committed[partition] ?? 0)
-        // The owner re-reads activity-tokens for this partition from the beginning.
-        guard partition.topic == SimulatedWorkload.activityTopic else { return }
+        // The owner re-reads activity-tokens for this partition from the beginning; its sends wait for that.
+        guard lane == .activity else { return }
+        guard case let .followTokens(number, id)? = assignment.first, assignment.count == 1 else {
+            preconditionFailure("an activity partition's assignment asks for its tokens, and nothing else: \(assignment) for \(partition) in phase \(String(describing: engine.phase(of: partition))) at step \(steps)")
+        }
+        catchUps.append((number, id, now + random.between(0, 2_000) * 1_000_000))
         var ignored: [EngineAction] = []
         for key in latestToken.keys.sorted() where SimulatedWorkload.partition(for: key, lane: .activity) == partition {
             let record = latestToken[key]!
@@ -243,23 +265,34 @@ struct Simulation {
     }
 
     mutating func revoke(_ partition: PartitionID, into actions: inout [EngineAction]) throws {
-        // The worker waits for the partition's in-flight sends before giving it up.
-        for sendID in flights.keys.sorted() where flights[sendID]!.request.partition == partition {
-            let flight = flights.removeValue(forKey: sendID)!
-            try observeOutcome(flight)
-            engine.complete(sendID, outcome: flight.outcome, now: now, into: &actions)
+        engine.revoke([partition], now: now, into: &actions)
+        // The engine starts no new send for it; the partition is drained once the answers of its sends
+        // in flight and the acknowledgements of its produces are in (here: at once).
+        var drained = false
+        for round in 0..<10 {
+            drained = drained || actions.contains(where: { if case .revokeDrained(partition, _) = $0 { true } else { false } })
+            try handle(&actions)
+            if drained { break }
+            if round == 9 {
+                throw fail("\(partition) was not drained after its sends and produces were answered: phase \(String(describing: engine.phase(of: partition))), load \(String(describing: engine.load(of: partition)))")
+            }
+            for sendID in flights.keys.sorted() where flights[sendID]!.request.partition == partition {
+                let flight = flights.removeValue(forKey: sendID)!
+                try observeOutcome(flight)
+                engine.complete(sendID, outcome: flight.outcome, now: now, into: &actions)
+            }
+            for index in resolutions.indices.reversed() where resolutions[index].sources.first?.partition == partition {
+                let resolution = resolutions.remove(at: index)
+                for source in resolution.sources { markDone(source, resolution.kind) }
+                if let id = resolution.id { engine.resolve(id) }
+                if let source = resolution.rejected { engine.resolveRejected(source) }
+            }
+            engine.tick(now: now, into: &actions)
         }
-        try handle(&actions)
-        // Produce acks for its dead letters arrive before the final commit, too.
-        for index in resolutions.indices.reversed() where resolutions[index].sources.first?.partition == partition {
-            let resolution = resolutions.remove(at: index)
-            for source in resolution.sources { markDone(source, resolution.kind) }
-            if let id = resolution.id { engine.resolve(id) }
-            if let source = resolution.rejected { engine.resolveRejected(source) }
-        }
-        for point in engine.revoke([partition]) { try checkCommit(point) }
         stats.revokes += 1
         assigned.remove(partition)
+        fetchPaused.remove(partition)
+        catchUps.removeAll { $0.partition == partition.partition && partition.topic == SimulatedWorkload.activityTopic }
         epoch[partition, default: 0] += 1
         for target in workload.targets where SimulatedWorkload.partition(for: target.key, lane: target.lane) == partition {
             watches[target.key] = nil
@@ -288,6 +321,8 @@ struct Simulation {
         engine = FanoutEngine(configuration: configuration)
         reassignAt = [:]
         assigned = []
+        fetchPaused = []
+        catchUps = []
         for partition in assignedOrder {
             epoch[partition, default: 0] += 1
             assign(partition)

@@ -11,6 +11,8 @@ struct SimulationStats: CustomStringConvertible {
     var feedback = 0
     var pauses = 0
     var resumes = 0
+    /// Partitions paused by backpressure (`.pauseFetching`).
+    var fetchPauses = 0
     var revokes = 0
     var crashes = 0
     var drops: [String: Int] = [:]
@@ -37,6 +39,7 @@ struct SimulationStats: CustomStringConvertible {
         feedback += other.feedback
         pauses += other.pauses
         resumes += other.resumes
+        fetchPauses += other.fetchPauses
         revokes += other.revokes
         crashes += other.crashes
         drops.merge(other.drops, uniquingKeysWith: +)
@@ -46,7 +49,7 @@ struct SimulationStats: CustomStringConvertible {
 
     var description: String {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
-            + "pauses=\(pauses) resumes=\(resumes) revokes=\(revokes) crashes=\(crashes) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) revokes=\(revokes) crashes=\(crashes) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }

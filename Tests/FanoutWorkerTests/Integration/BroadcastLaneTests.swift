@@ -78,6 +78,11 @@ extension WorkerIntegration {
                                                                                state: "{\"pad\":\"\(padding)\",\"score\":\"0-0\"}"))
             try await harness.produce(IntegrationHarness.broadcasts, key: noStorage,
                                       value: IntegrationHarness.broadcastEvent(id: "n1", channel: noStorage, timestamp: base, state: "{\"score\":\"0-0\"}"))
+            // Delivered on its own before the later states arrive (they would replace it while its
+            // channel's policy is looked up: latest state wins).
+            try await harness.eventually("the large broadcast delivered") {
+                harness.simulator.deliveries().contains { $0.channel == stored && $0.aps.contains(padding) }
+            }
             let start = "{\"v\":1,\"id\":\"st\",\"channel\":\"\(noStorage)\",\"event\":\"start\",\"timestamp\":\(base + 1),\"content_state\":{\"score\":\"0-0\"},\"attributes_type\":\"MatchAttributes\",\"attributes\":{\"home\":\"A\"},\"alert\":{\"title\":\"Kick-off\",\"body\":\"A vs B\"}}"
             try await harness.produce(IntegrationHarness.broadcasts, key: noStorage, value: start)
             for step in 1...3 {

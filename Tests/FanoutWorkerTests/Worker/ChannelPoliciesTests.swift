@@ -64,13 +64,13 @@ struct ChannelPoliciesTests {
 
     @Test func expirationFollowsPolicyAndStaleDate() {
         let now: Int64 = 1_800_000_000
-        #expect(ChannelPolicies.expiration(policy: .noStorage, staleDate: now + 600, now: now) == 0)
-        #expect(ChannelPolicies.expiration(policy: nil, staleDate: now + 600, now: now) == 0)
-        #expect(ChannelPolicies.expiration(policy: .mostRecent, staleDate: now + 600, now: now) == now + 600)
+        #expect(ChannelStoragePolicy.expiration(policy: .noStorage, staleDate: now + 600, now: now) == 0)
+        #expect(ChannelStoragePolicy.expiration(policy: nil, staleDate: now + 600, now: now) == 0)
+        #expect(ChannelStoragePolicy.expiration(policy: .mostRecent, staleDate: now + 600, now: now) == now + 600)
         // Already stale: nothing worth storing.
-        #expect(ChannelPolicies.expiration(policy: .mostRecent, staleDate: now, now: now) == 0)
+        #expect(ChannelStoragePolicy.expiration(policy: .mostRecent, staleDate: now, now: now) == 0)
         // APNs stores at most 8 hours.
-        #expect(ChannelPolicies.expiration(policy: .mostRecent, staleDate: now + 9 * 3600, now: now) == now + 8 * 3600)
+        #expect(ChannelStoragePolicy.expiration(policy: .mostRecent, staleDate: now + 9 * 3600, now: now) == now + 8 * 3600)
     }
 
     @Test func configuredPolicyNeedsNoLookup() {

@@ -3,38 +3,8 @@ import FanoutCore
 import FanoutKafka
 import Testing
 
-/// The worker's pure parts: backpressure decisions, retained records, and the configuration mapping.
+/// The worker's pure parts: retained records and the configuration mapping.
 struct WorkerPartsTests {
-    private func gate() -> BackpressureGate {
-        var backpressure = FanoutConfiguration.defaults().backpressure
-        backpressure.maxPendingPerPartition = 100
-        backpressure.maxInFlight = 50
-        backpressure.maxPendingTargets = 1000
-        backpressure.resumeRatio = 0.5
-        return BackpressureGate(backpressure)
-    }
-
-    @Test func pausesAtEachBoundAndResumesBelowTheRatio() {
-        let gate = gate()
-        let calm = BackpressureGate.Measures(partitionPending: 10, totalInFlight: 5, totalIncomplete: 100)
-        #expect(!gate.shouldPause(calm))
-        #expect(gate.mayResume(calm))
-        var full = calm
-        full.partitionPending = 100
-        #expect(gate.shouldPause(full))
-        full = calm
-        full.totalInFlight = 50
-        #expect(gate.shouldPause(full))
-        full = calm
-        full.totalIncomplete = 1000
-        #expect(gate.shouldPause(full))
-        // Between the resume level and the bound: neither pause nor resume (hysteresis).
-        let middle = BackpressureGate.Measures(partitionPending: 60, totalInFlight: 5, totalIncomplete: 100)
-        #expect(!gate.shouldPause(middle))
-        #expect(!gate.mayResume(middle))
-        #expect(gate.mayResume(BackpressureGate.Measures(partitionPending: 49, totalInFlight: 24, totalIncomplete: 499)))
-    }
-
     @Test func retainedMessagesFindByOffsetAndDropBelowTheCommitPoint() {
         var retained = RetainedMessages()
         for offset: Int64 in [3, 4, 7, 9] {

@@ -1,0 +1,114 @@
+/// Flow control and commits (DESIGN.md §4 "Backpressure", "Delivery guarantees"): when a partition is
+/// paused or resumed, and when a commit goes out with what. The worker executes the actions and
+/// reports what Kafka answered; a commit in flight never holds anything else back.
+extension FanoutEngine {
+    /// Pauses partitions that reached a bound and resumes those that drained below `resumeRatio` of
+    /// every bound. Call after each batch of records (cheap: O(assigned partitions)). A pause also
+    /// relieves the partition's held minor updates (`relieve`), so the offsets they carry can complete.
+    ///
+    /// Measures: the partition's window of uncommitted records (the records the worker must keep for
+    /// dead letters) and its sends in flight; its lane's sends in flight and incomplete offsets.
+    public mutating func regulate(now: Nanoseconds, into actions: inout [EngineAction]) {
+        var pause: [PartitionID] = []
+        var resume: [PartitionID] = []
+        let ratio = configuration.resumeRatio
+        for index in partitions.indices {
+            guard let state = partitions[index], state.phase != .closing else { continue }
+            let lane = state.lane.slot
+            let window = state.tracker.window
+            if !state.pressured {
+                if window >= configuration.maxIncompletePerPartition || state.inFlight >= configuration.maxInFlightPerPartition
+                    || laneInFlight[lane] >= configuration.maxInFlightPerLane || laneIncomplete[lane] >= configuration.maxIncompletePerLane {
+                    partitions[index]!.pressured = true
+                }
+            } else if Double(window) < Double(configuration.maxIncompletePerPartition) * ratio
+                        && Double(state.inFlight) < Double(configuration.maxInFlightPerPartition) * ratio
+                        && Double(laneInFlight[lane]) < Double(configuration.maxInFlightPerLane) * ratio
+                        && Double(laneIncomplete[lane]) < Double(configuration.maxIncompletePerLane) * ratio {
+                partitions[index]!.pressured = false
+            }
+            let wanted = partitions[index]!.pressured
+            guard wanted != state.fetchPaused else { continue }
+            partitions[index]!.fetchPaused = wanted
+            if wanted { pause.append(state.id) } else { resume.append(state.id) }
+        }
+        if !pause.isEmpty {
+            actions.append(.pauseFetching(pause))
+            for id in pause { relieve(id, now: now, into: &actions) }
+        }
+        if !resume.isEmpty { actions.append(.resumeFetching(resume)) }
+    }
+
+    /// Pausing (`paused` true) or resuming these partitions failed: the next `regulate` asks again.
+    public mutating func fetchControlFailed(_ failed: [PartitionID], paused: Bool) {
+        for id in failed {
+            guard let slot = partitionSlotByID[id] else { continue }
+            partitions[Int(slot)]!.fetchPaused = !paused
+        }
+    }
+
+    /// Partitions whose fetching the engine asked to pause (for gauges).
+    public var pausedPartitions: [PartitionID] {
+        partitions.compactMap { state in state.flatMap { $0.fetchPaused && $0.phase != .closing ? $0.id : nil } }
+    }
+
+    /// Kafka answered a `.commit`: `points` were asked, `failed` are the partitions it refused (a
+    /// rebalance in progress, an old generation, the coordinator unavailable). Refused points are
+    /// offered again at the next commit interval; points of partitions no longer ours are ignored.
+    public mutating func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>) {
+        for point in points {
+            guard let slot = partitionSlotByID[point.partition] else { continue }
+            let index = Int(slot)
+            if failed.contains(point.partition) {
+                if partitions[index]!.lastReportedCommit == point.offset { partitions[index]!.lastReportedCommit = partitions[index]!.committed }
+            } else if point.offset > (partitions[index]!.committed ?? -1) {
+                partitions[index]!.committed = point.offset
+            }
+        }
+    }
+
+    /// Every commit point Kafka has not acknowledged yet, whether handed out before or not (the final
+    /// commit at shutdown, which must not miss a point whose earlier commit is still unanswered).
+    public mutating func uncommittedPoints() -> [CommitPoint] {
+        var points: [CommitPoint] = []
+        for index in partitions.indices {
+            guard let state = partitions[index], state.phase != .closing, let offset = state.tracker.commitPoint,
+                  offset != state.committed else { continue }
+            partitions[index]!.lastReportedCommit = offset
+            points.append(CommitPoint(partition: state.id, offset: offset))
+        }
+        return points
+    }
+
+    /// The commit points to emit now, every `commitInterval` (from `tick`).
+    mutating func commitIfDue(now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let interval = configuration.commitInterval else { return }
+        if nextCommitAt == .min { nextCommitAt = now + interval }
+        guard now >= nextCommitAt else { return }
+        nextCommitAt = now + interval
+        let points = commitPoints()
+        if !points.isEmpty { actions.append(.commit(points)) }
+    }
+
+    /// The broadcast channel's storage policy (nil: unknown — the lookup failed, or no lookups are
+    /// possible): its waiting send goes now, with the `apns-expiration` the policy allows.
+    public mutating func channelPolicyKnown(app: String, channel: String, policy: ChannelStoragePolicy?, now: Nanoseconds,
+                                            into actions: inout [EngineAction]) {
+        guard let slot = slot(of: TargetHash(lane: .broadcast, id: channel), id: channel),
+              targets[Int(slot)].channelPolicy == .lookingUp, apps[Int(targets[Int(slot)].appIndex)] == app else { return }
+        targets[Int(slot)].channelPolicy = switch policy {
+        case .noStorage?: .noStorage
+        case .mostRecent?: .mostRecent
+        case nil: .answeredUnknown
+        }
+        evaluate(slot, now: now, into: &actions)
+    }
+}
+
+extension OffsetTracker {
+    /// Records from the commit point to the newest one read: what the worker keeps uncommitted.
+    var window: Int {
+        guard highestReceived >= 0, let point = commitPoint else { return 0 }
+        return Int(highestReceived + 1 - point)
+    }
+}

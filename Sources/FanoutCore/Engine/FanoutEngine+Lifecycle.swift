@@ -1,0 +1,135 @@
+/// Each partition's life with this worker (DESIGN.md §4 "Who decides", `PartitionPhase`): the worker
+/// reports assignment changes and token catch-up; the engine decides when a partition may send and
+/// when a revoke is drained, and says so with actions.
+extension FanoutEngine {
+    /// The group gave this worker `partition`. An activity partition reads its activity-tokens
+    /// partition first (`.followTokens`; sends wait for `tokensCaughtUp`, events are taken and
+    /// coalesced meanwhile); a broadcast partition is live at once.
+    ///
+    /// min_interval also holds across the handoff: the previous owner's last send started before it
+    /// gave the partition up, so a target first seen here sends no earlier than `now + min_interval`.
+    public mutating func assign(_ partition: PartitionID, lane: Lane, now: Nanoseconds, into actions: inout [EngineAction]) {
+        if let slot = partitionSlotByID[partition], partitions[Int(slot)]!.phase != .closing { return }  // already ours
+        if partitionSlotByID[partition] != nil { forget([partition]) }  // a closing one given back: start over
+        let slot = Int(assignSlot(partition, lane: lane))
+        partitions[slot]!.assignedAt = now
+        if lane == .activity {
+            partitions[slot]!.phase = .readingTokens
+            actions.append(.followTokens(partition: partition.partition, assignment: partitions[slot]!.assignment))
+        }
+    }
+
+    /// The activity-tokens partition `partition` was read up to its high watermark for `assignment`:
+    /// that assignment's activity partition goes live and its held targets are decided. A report of
+    /// an earlier assignment (the partition was revoked and assigned again since) changes nothing.
+    public mutating func tokensCaughtUp(partition: Int32, assignment: AssignmentID, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let index = partitions.firstIndex(where: {
+            $0?.lane == .activity && $0?.id.partition == partition && $0?.assignment == assignment && $0?.phase == .readingTokens
+        }) else { return }
+        partitions[index]!.phase = .live
+        let held = partitions[index]!.held
+        partitions[index]!.held = []
+        for entry in held {
+            let target = Int(entry.slot)
+            guard targets[target].live, targets[target].incarnation == entry.incarnation else { continue }
+            targets[target].heldForPartition = false
+            evaluate(entry.slot, now: now, into: &actions)
+        }
+    }
+
+    /// The group is taking `revoked` away in an orderly rebalance (or the worker is leaving). No new
+    /// send starts for them; each is drained (`.revokeDrained` with its final commit point, and
+    /// forgotten) once its sends in flight are answered, or after `revokeDrainTimeout` at the latest
+    /// (`tick`). Partitions with nothing in flight are drained at once.
+    public mutating func revoke(_ revoked: [PartitionID], now: Nanoseconds, into actions: inout [EngineAction]) {
+        for id in revoked {
+            guard let slot = partitionSlotByID[id], partitions[Int(slot)]!.phase != .closing else { continue }
+            if partitions[Int(slot)]!.lane == .activity { actions.append(.unfollowTokens(partition: id.partition)) }
+            partitions[Int(slot)]!.phase = .closing
+            partitions[Int(slot)]!.drainBy = now + configuration.revokeDrainTimeout
+            partitions[Int(slot)]!.held = []
+            closingCount += 1
+            drainIfDone(slot, now: now, into: &actions)
+        }
+    }
+
+    /// Partitions lost without an orderly handoff (session timeout, fenced): another member may own
+    /// them already, so nothing is committed and nothing more is sent; their state is dropped.
+    public mutating func lose(_ lost: [PartitionID], into actions: inout [EngineAction]) {
+        for id in lost {
+            guard let slot = partitionSlotByID[id], let state = partitions[Int(slot)] else { continue }
+            if state.lane == .activity && state.phase != .closing { actions.append(.unfollowTokens(partition: id.partition)) }
+        }
+        forget(lost)
+    }
+
+    /// Partitions assigned and not closing (the worker's owned set, for shutdown and gauges).
+    public var activePartitions: [PartitionID] {
+        partitions.compactMap { state in state.flatMap { $0.phase == .closing ? nil : $0.id } }
+    }
+
+    // MARK: Internals
+
+    /// A closing partition with nothing in flight (or past its drain deadline) is drained.
+    mutating func drainIfDone(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let state = partitions[Int(slot)], state.phase == .closing, state.isDrained || now >= state.drainBy else { return }
+        let point = state.tracker.commitPoint.flatMap { $0 == state.committed ? nil : CommitPoint(partition: state.id, offset: $0) }
+        forget([state.id])
+        actions.append(.revokeDrained(state.id, commit: point))
+    }
+
+    /// Drains closing partitions that are done or whose deadline passed (from `tick`).
+    mutating func drainOverdue(now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard closingCount > 0 else { return }
+        for index in partitions.indices where partitions[index]?.phase == .closing {
+            drainIfDone(Int32(index), now: now, into: &actions)
+        }
+    }
+
+    /// When `tick` must next look at closing partitions: at once when one is drained (its last
+    /// dead letter or feedback record was acknowledged since), else the earliest drain deadline.
+    var nextDrainDeadline: Nanoseconds? {
+        guard closingCount > 0 else { return nil }
+        return partitions.lazy.compactMap { state in
+            guard let state, state.phase == .closing else { return nil }
+            return state.isDrained ? Nanoseconds.min : state.drainBy
+        }.min()
+    }
+
+    /// Forgets `ids`: their offsets, dedupe windows and targets (and, for activity-lane partitions,
+    /// the token registrations of the same partition number). Outcomes of their sends still in flight
+    /// are ignored afterwards.
+    mutating func forget(_ ids: [PartitionID]) {
+        var slots = Set<Int32>()
+        var laneOfSlot: [Int32: Lane] = [:]
+        for id in ids {
+            guard let slot = partitionSlotByID.removeValue(forKey: id), let state = partitions[Int(slot)] else { continue }
+            totalIncomplete -= state.tracker.incompleteCount
+            laneIncomplete[state.lane.slot] -= state.tracker.incompleteCount
+            if state.phase == .closing { closingCount -= 1 }
+            if state.lane == .activity { tokens.removeAll(partition: id.partition) }
+            partitions[Int(slot)] = nil
+            slots.insert(slot)
+            laneOfSlot[slot] = state.lane
+            for index in partitionCacheSlots.indices where partitionCacheSlots[index] == slot { partitionCacheSlots[index] = -1 }
+        }
+        guard !slots.isEmpty else { return }
+        for index in targets.indices where targets[index].live && slots.contains(targets[index].partitionSlot) {
+            freeTarget(Int32(index))
+        }
+        for sendID in inFlight.ids(where: { slots.contains($0.partitionSlot) }) {
+            guard let send = inFlight.remove(sendID) else { continue }
+            if send.isProbe {
+                // Its answer will be ignored: without this the app would wait for that probe forever
+                // (never probed again, every target parked, its partitions' commits stuck).
+                for appIndex in Array(paused.keys) where paused[appIndex]!.probeSendID == sendID {
+                    paused[appIndex]!.probeSendID = 0
+                }
+            }
+            totalInFlight -= 1
+            laneInFlight[laneOfSlot[send.partitionSlot]!.slot] -= 1
+        }
+        resolutions = resolutions.filter { !slots.contains($0.value.partitionSlot) }
+        freePartitionSlots.append(contentsOf: slots.sorted())
+    }
+}

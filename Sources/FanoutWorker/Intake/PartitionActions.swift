@@ -1,0 +1,23 @@
+import FanoutCore
+
+/// Carries out the engine's Kafka-side actions (DESIGN.md §4 "Who decides"): the intake service,
+/// which owns the group consumer and the activity-tokens follower. It decides nothing: each call
+/// executes what the engine asked and reports what Kafka answered back through `WorkerCore`.
+///
+/// Threading: every method may be called from any thread (the engine's actions are performed on
+/// whichever thread fed it) and must not block.
+protocol PartitionActions: AnyObject, Sendable {
+    func followTokens(_ partition: Int32, assignment: AssignmentID)
+    func unfollowTokens(_ partition: Int32)
+    func pauseFetching(_ partitions: [PartitionID])
+    func resumeFetching(_ partitions: [PartitionID])
+    /// Commit without waiting; the answer comes back through `WorkerCore.commitAnswered`.
+    func commit(_ points: [CommitPoint])
+    /// A revoke the engine drained: its final point is committed inside the rebalance callback.
+    func revokeDrained(_ partition: PartitionID, commit: CommitPoint?)
+}
+
+/// A weak reference, so the core does not keep the intake (which owns it) alive.
+struct WeakPartitionActions: Sendable {
+    weak var value: (any PartitionActions)?
+}
