@@ -13,10 +13,12 @@ public struct APNsHTTPResponse: Sendable, Hashable {
     /// Connect/TLS/reset/GOAWAY/timeout description when no HTTP response arrived; beside a status, a note
     /// on what went wrong reading it (a body over the limit, cut short).
     public var transportFailure: String?
+    /// Set by the client on a 403 ExpiredProviderToken: what it knew about the token the request carried.
+    public var rejectedProviderToken: RejectedProviderToken?
 
     public init(status: Int?, apnsID: String? = nil, apnsUniqueID: String? = nil, apnsRequestID: String? = nil,
                 channelID: String? = nil, retryAfterSeconds: Int? = nil, body: [UInt8] = [],
-                transportFailure: String? = nil) {
+                transportFailure: String? = nil, rejectedProviderToken: RejectedProviderToken? = nil) {
         self.status = status
         self.apnsID = apnsID
         self.apnsUniqueID = apnsUniqueID
@@ -25,6 +27,7 @@ public struct APNsHTTPResponse: Sendable, Hashable {
         self.retryAfterSeconds = retryAfterSeconds
         self.body = body
         self.transportFailure = transportFailure
+        self.rejectedProviderToken = rejectedProviderToken
     }
 
     /// The `{"reason": ..., "timestamp": ...}` error body; nil fields when absent or not JSON.
@@ -48,7 +51,8 @@ public struct APNsHTTPResponse: Sendable, Hashable {
         }
         let (reason, timestamp) = (200..<300).contains(status) ? (nil, nil) : errorBody()
         let outcome = APNsResponseClassifier.classify(status: status, reason: reason, timestampMillis: timestamp,
-                                                      retryAfter: retryAfterSeconds.map { .seconds($0) })
+                                                      retryAfter: retryAfterSeconds.map { .seconds($0) },
+                                                      rejectedProviderToken: rejectedProviderToken)
         return APNsResult(status: status, reason: reason, apnsID: apnsID ?? apnsRequestID, apnsUniqueID: apnsUniqueID,
                           timestampMillis: timestamp, outcome: outcome, transportFailure: transportFailure)
     }

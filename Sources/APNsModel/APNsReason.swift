@@ -1,5 +1,6 @@
-/// Every reason string APNs documents for `/3/device` and broadcast/channel responses
-/// (APNS.md §5 and §6), plus `unknown` for anything new. GOAWAY frames carry the same strings.
+/// Every reason string APNs documents for `/3/device` and broadcast/channel responses, plus the ones
+/// live APNs is known to send instead (`broadcastFeatureNotEnabled`), and `unknown` for anything new.
+/// GOAWAY frames carry the same strings.
 public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     // 400
     case badCollapseId, badDeviceToken, badExpirationDate, badMessageId, badPriority, badTopic
@@ -7,6 +8,9 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     case missingDeviceToken, missingTopic, payloadEmpty, topicDisallowed
     case featureNotEnabled, missingChannelId, badChannelId, channelNotRegistered
     case badRequestParams, badRequestPayload, missingPushType, cannotCreateChannelConfig
+    /// What live APNs answers on broadcast and channel requests for an app without the broadcast
+    /// capability, where Apple's table says `FeatureNotEnabled`.
+    case broadcastFeatureNotEnabled
     // 403
     case badCertificate, badCertificateEnvironment, expiredProviderToken, forbidden
     case invalidProviderToken, missingProviderToken, unrelatedKeyIdInToken, topicMismatch
@@ -17,14 +21,14 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     /// A reason string this version of Fanout does not know.
     case unknown(String)
 
-    /// Every documented reason, for tests and documentation.
+    /// Every known reason (documented by Apple or observed from live APNs), for parsing, tests and documentation.
     public static let documented: [APNsReason] = [
         .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority, .badTopic,
         .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType,
         .missingDeviceToken, .missingTopic, .payloadEmpty, .topicDisallowed,
         .featureNotEnabled, .missingChannelId, .badChannelId, .channelNotRegistered,
         .badRequestParams, .badRequestPayload, .missingPushType, .cannotCreateChannelConfig,
-        .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden,
+        .broadcastFeatureNotEnabled, .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden,
         .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .topicMismatch,
         .badPath, .methodNotAllowed, .expiredToken, .unregistered, .payloadTooLarge,
         .tooManyProviderTokenUpdates, .tooManyRequests, .internalServerError,
@@ -68,6 +72,7 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
         case .badRequestPayload: "BadRequestPayload"
         case .missingPushType: "MissingPushType"
         case .cannotCreateChannelConfig: "CannotCreateChannelConfig"
+        case .broadcastFeatureNotEnabled: "BroadcastFeatureNotEnabled"
         case .badCertificate: "BadCertificate"
         case .badCertificateEnvironment: "BadCertificateEnvironment"
         case .expiredProviderToken: "ExpiredProviderToken"

@@ -1,21 +1,28 @@
 /// The one place that decides what an APNs response (or a transport failure) means for Fanout.
 ///
 /// Pure: status, reason and timing in, `SendOutcome` out. Every part of Fanout acts on this result.
+/// A reason this version does not know, or a 4xx without any reason, never means "this payload is
+/// bad": dead-lettering on a guess would commit a whole stream's offsets (live APNs answers
+/// `BroadcastFeatureNotEnabled`, which Apple's table does not list). Such answers are configuration
+/// errors (the app halts, its offsets stay, Fanout probes), except where the status alone is clear:
+/// 410 is a gone token, 413 a payload too large, 5xx (and a 429 without a reason) worth a retry.
 public enum APNsResponseClassifier {
     /// Classifies an HTTP response. `reason` is the parsed body reason (nil when the body had none),
-    /// `timestampMillis` the 410 body's `timestamp`, `retryAfter` a `retry-after` header if sent.
+    /// `timestampMillis` the 410 body's `timestamp`, `retryAfter` a `retry-after` header if sent, and
+    /// `rejectedProviderToken` what the client knew about the token of a 403 ExpiredProviderToken.
     public static func classify(status: Int, reason: APNsReason?, timestampMillis: Int64? = nil,
-                                retryAfter: Duration? = nil) -> SendOutcome {
+                                retryAfter: Duration? = nil, rejectedProviderToken: RejectedProviderToken? = nil) -> SendOutcome {
         if (200..<300).contains(status) { return .delivered }
-        if let reason, let outcome = classify(reason: reason, status: status, timestampMillis: timestampMillis, retryAfter: retryAfter) {
+        if let reason, let outcome = classify(reason: reason, status: status, timestampMillis: timestampMillis,
+                                              retryAfter: retryAfter, rejectedProviderToken: rejectedProviderToken) {
             return outcome
         }
-        let text = reason?.rawValue ?? "HTTP \(status)"
+        let text = reason?.rawValue ?? "HTTP \(status) without a reason"
         switch status {
         case 410: return .tokenGone(reason: text, status: status, apnsTimestampMillis: timestampMillis)
         case 413: return .badPayload(reason: text, status: status)
-        case 429, 500...599: return .retry(reason: text, status: status, after: retryAfter)
-        case 400: return .badPayload(reason: text, status: status)
+        case 500...599: return .retry(reason: text, status: status, after: retryAfter)
+        case 429 where reason == nil: return .retry(reason: text, status: status, after: retryAfter)
         default: return .configError(reason: text, status: status)
         }
     }
@@ -27,7 +34,7 @@ public enum APNsResponseClassifier {
 
     /// The class of a known reason, independent of status; nil for `.unknown` (status decides).
     public static func classify(reason: APNsReason, status: Int, timestampMillis: Int64? = nil,
-                                retryAfter: Duration? = nil) -> SendOutcome? {
+                                retryAfter: Duration? = nil, rejectedProviderToken: RejectedProviderToken? = nil) -> SendOutcome? {
         let text = reason.rawValue
         switch reason {
         case .unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic, .channelNotRegistered:
@@ -36,6 +43,9 @@ public enum APNsResponseClassifier {
              .shutdown, .idleTimeout:
             return .retry(reason: text, status: status, after: retryAfter)
         case .expiredProviderToken:
+            if let rejectedProviderToken, rejectedProviderToken.showsWrongClock {
+                return .configError(reason: rejectedProviderToken.wrongClockDescription, status: status)
+            }
             return .refreshAuth
         case .payloadTooLarge, .payloadEmpty, .badCollapseId, .badExpirationDate, .badMessageId,
              .badPriority, .duplicateHeaders, .missingDeviceToken, .missingChannelId, .badChannelId,
@@ -43,8 +53,8 @@ public enum APNsResponseClassifier {
             return .badPayload(reason: text, status: status)
         case .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .badTopic,
              .topicDisallowed, .missingTopic, .topicMismatch, .badCertificate, .badCertificateEnvironment,
-             .forbidden, .featureNotEnabled, .invalidPushType, .missingPushType, .badPath,
-             .methodNotAllowed, .cannotCreateChannelConfig:
+             .forbidden, .featureNotEnabled, .broadcastFeatureNotEnabled, .invalidPushType, .missingPushType,
+             .badPath, .methodNotAllowed, .cannotCreateChannelConfig:
             return .configError(reason: text, status: status)
         case .unknown:
             return nil

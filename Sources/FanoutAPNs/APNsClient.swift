@@ -144,16 +144,7 @@ public final class APNsClient: Sendable {
     }
 
     static func result(for error: APNsClientError) -> APNsResult {
-        switch error {
-        case .unknownApp(let bundle):
-            return APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
-                              outcome: .configError(reason: "no credentials for app \(bundle)", status: 0),
-                              transportFailure: error.description)
-        case .cannotSignProviderToken:
-            return APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
-                              outcome: .configError(reason: error.description, status: 0), transportFailure: error.description)
-        default:
-            return .notSent(error.description)
-        }
+        APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
+                   outcome: error.outcome, transportFailure: error.description)
     }
 }

@@ -150,3 +150,16 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 }
+
+extension APNsClientError {
+    /// What a request refused with this error (never sent, or not signable) comes to; the one mapping
+    /// every caller uses. No credentials or a key that cannot sign: a configuration error, no send for
+    /// the app can succeed until it is fixed. A full queue or a client shutting down: retry later.
+    public var outcome: SendOutcome {
+        switch self {
+        case .unknownApp(let bundle): .configError(reason: "no credentials for app \(bundle)", status: 0)
+        case .cannotSignProviderToken, .badConfiguration: .configError(reason: description, status: 0)
+        case .queueFull, .shutDown, .curl, .transportSetup: .retry(reason: description, status: nil, after: nil)
+        }
+    }
+}

@@ -28,6 +28,8 @@ import APNsModel
         ("BadRequestParams", 400, .badPayload), ("BadRequestPayload", 400, .badPayload),
         ("MissingPushType", 400, .configError), ("CannotCreateChannelConfig", 400, .configError),
         ("TopicMismatch", 403, .configError), ("Service Unavailable", 503, .retry),
+        // observed from live APNs where Apple's table says FeatureNotEnabled (APNS.md §6)
+        ("BroadcastFeatureNotEnabled", 400, .configError),
     ]
 
     static func classOf(_ outcome: SendOutcome) -> Class? {
@@ -65,20 +67,57 @@ import APNsModel
                 == .tokenGone(reason: "Unregistered", status: 410, apnsTimestampMillis: 1_700_000_000_000))
         #expect(APNsResponseClassifier.classify(status: 429, reason: .tooManyRequests, retryAfter: .seconds(3))
                 == .retry(reason: "TooManyRequests", status: 429, after: .seconds(3)))
+        #expect(APNsResponseClassifier.classifyTransportFailure("connection reset") == .retry(reason: "connection reset", status: nil, after: nil))
     }
 
-    @Test func unknownReasonsFallBackOnStatus() {
-        let odd = APNsReason(rawValue: "SomethingNew")
-        #expect(odd == .unknown("SomethingNew"))
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 503, reason: odd)) == .retry)
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 500, reason: nil)) == .retry)
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 429, reason: odd)) == .retry)
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 410, reason: odd)) == .tokenGone)
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 413, reason: nil)) == .badPayload)
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 400, reason: odd)) == .badPayload)
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 403, reason: odd)) == .configError)
-        #expect(Self.classOf(APNsResponseClassifier.classify(status: 404, reason: nil)) == .configError)
-        #expect(Self.classOf(APNsResponseClassifier.classifyTransportFailure("connection reset")) == .retry)
+    /// A reason Fanout does not know, or none at all, never dead-letters: on a 4xx it halts the app as a
+    /// configuration error carrying what APNs said; only 410 (token gone), 413 (too large) and 5xx
+    /// (server trouble) are clear from the status alone.
+    static let unknownReasonCases: [(Int, String?, Class, String)] = [
+        (400, "SomethingNew", .configError, "SomethingNew"), (403, "SomethingNew", .configError, "SomethingNew"),
+        (404, "SomethingNew", .configError, "SomethingNew"), (405, "SomethingNew", .configError, "SomethingNew"),
+        (429, "SomethingNew", .configError, "SomethingNew"), (401, "SomethingNew", .configError, "SomethingNew"),
+        (400, nil, .configError, "HTTP 400 without a reason"), (403, nil, .configError, "HTTP 403 without a reason"),
+        (404, nil, .configError, "HTTP 404 without a reason"),
+        (410, "SomethingNew", .tokenGone, "SomethingNew"), (410, nil, .tokenGone, "HTTP 410 without a reason"),
+        (413, "SomethingNew", .badPayload, "SomethingNew"), (413, nil, .badPayload, "HTTP 413 without a reason"),
+        (429, nil, .retry, "HTTP 429 without a reason"),
+        (500, "SomethingNew", .retry, "SomethingNew"), (503, "SomethingNew", .retry, "SomethingNew"),
+        (502, nil, .retry, "HTTP 502 without a reason"),
+    ]
+
+    @Test(arguments: unknownReasonCases.map { "\($0.0)|\($0.1 ?? "")|\($0.2.rawValue)|\($0.3)" })
+    func unknownOrMissingReasonIsClassifiedByStatus(_ row: String) {
+        let parts = row.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        let reason = parts[1].isEmpty ? nil : APNsReason(rawValue: parts[1])
+        if let reason { #expect(reason == .unknown(parts[1])) }
+        let outcome = APNsResponseClassifier.classify(status: Int(parts[0])!, reason: reason)
+        #expect(Self.classOf(outcome)?.rawValue == parts[2], "\(parts[0]) \(parts[1]): \(outcome)")
+        #expect(Self.text(of: outcome) == parts[3])
+    }
+
+    static func text(of outcome: SendOutcome) -> String? {
+        switch outcome {
+        case .delivered, .refreshAuth: nil
+        case .tokenGone(let reason, _, _), .retry(let reason, _, _), .badPayload(let reason, _), .configError(let reason, _): reason
+        }
+    }
+
+    /// 403 ExpiredProviderToken is a refresh, unless the token was already the replacement for an
+    /// earlier rejection and is younger than 20 minutes by this machine's clock: then the clocks disagree.
+    @Test func expiredProviderTokenIsARefreshUnlessAFreshReplacementWasRejected() {
+        func classify(age: Int64, afterEarlierRejection: Bool) -> SendOutcome {
+            let token = RejectedProviderToken(issuedAt: 1_772_788_200, rejectedAt: 1_772_788_200 + age,
+                                              mintedAfterEarlierRejection: afterEarlierRejection)
+            return APNsResponseClassifier.classify(status: 403, reason: .expiredProviderToken, rejectedProviderToken: token)
+        }
+        #expect(APNsResponseClassifier.classify(status: 403, reason: .expiredProviderToken) == .refreshAuth)
+        #expect(classify(age: 0, afterEarlierRejection: false) == .refreshAuth)
+        #expect(classify(age: 55 * 60, afterEarlierRejection: true) == .refreshAuth, "an old token may simply have expired")
+        #expect(classify(age: 20 * 60, afterEarlierRejection: true) == .refreshAuth)
+        #expect(classify(age: 42, afterEarlierRejection: true) == .configError(
+            reason: "ExpiredProviderToken for a provider token minted 42 s ago: this machine's clock is probably wrong "
+                + "(iat 1772788200 by this clock is over an hour old by APNs's); fix the clock (NTP)", status: 403))
     }
 
     @Test func responseParsingKeepsStatusIDsAndTimestamp() {

@@ -66,7 +66,6 @@ struct BroadcastTests {
             ("unknown channel", base + app + "/channels", "DELETE", managementHeaders(harness, channel: "AAAAAAAAAAAAAAAAAAAAAA=="), nil, 400, "ChannelNotRegistered"),
             ("suffixed bundle", base + app + ".push-type.liveactivity/channels", "GET", managementHeaders(harness, channel: "AAAA"), nil, 400, "TopicDisallowed"),
             ("foreign bundle", base + "com.not.ours/all-channels", "GET", managementHeaders(harness), nil, 403, "TopicMismatch"),
-            ("broadcast disabled", base + "com.example.other/all-channels", "GET", managementHeaders(harness), nil, 400, "FeatureNotEnabled"),
             ("bad path", base + app + "/channel", "GET", managementHeaders(harness), nil, 404, "BadPath"),
             ("bad method", base + app + "/all-channels", "POST", managementHeaders(harness), "{}", 405, "MethodNotAllowed"),
         ]
@@ -134,5 +133,36 @@ struct BroadcastTests {
         #expect(records.allSatisfy { $0.kind == .broadcast && $0.token == nil })
         #expect(records.first?.channel == noStorage)
         #expect(harness.simulator.deviceView(channel: noStorage)?.contentState == "{\"score\":\"1-0\"}")
+    }
+
+    /// An app configured without the broadcast capability is answered as live APNs answers it:
+    /// 400 BroadcastFeatureNotEnabled on broadcast sends and on every channel-management call, while
+    /// its device pushes are unaffected.
+    @Test func appWithoutBroadcastCapabilityGetsBroadcastFeatureNotEnabled() async throws {
+        let harness = try SimulatorHarness(configure: { $0.broadcastApps = [SimulatorHarness.app] })
+        let other = "com.example.other"
+        let channel = try harness.simulator.createChannel(bundleID: SimulatorHarness.app, storagePolicy: 0)
+        let management = "\(harness.simulator.managementURL)/1/apps/\(other)"
+        let createBody = "{\"message-storage-policy\":0,\"push-type\":\"LiveActivity\"}"
+        let requests: [(name: String, url: String, method: String, headers: [(String, String)], body: String?)] = [
+            ("broadcast send", "\(harness.simulator.deviceURL)/4/broadcasts/apps/\(other)", "POST",
+             broadcastHeaders(harness, channel: channel), SimulatorHarness.updateBody()),
+            ("create", management + "/channels", "POST", managementHeaders(harness), createBody),
+            ("read", management + "/channels", "GET", managementHeaders(harness, channel: channel), nil),
+            ("delete", management + "/channels", "DELETE", managementHeaders(harness, channel: channel), nil),
+            ("list", management + "/all-channels", "GET", managementHeaders(harness), nil),
+        ]
+        for request in requests {
+            let response = try await harness.curl(url: request.url, method: request.method, headers: request.headers, body: request.body)
+            #expect(response.status == 400, "\(request.name): \(response.body)")
+            #expect(response.reason == "BroadcastFeatureNotEnabled", "\(request.name): \(response.body)")
+        }
+        #expect(harness.simulator.stats().count(status: 400, reason: .broadcastFeatureNotEnabled) == requests.count)
+        let device = try await harness.devicePush(headers: harness.pushHeaders(["apns-topic": other + ".push-type.liveactivity"]))
+        #expect(device.status == 200, "device pushes need no broadcast capability: \(device.body)")
+        // The app with the capability still broadcasts.
+        let allowed = try await harness.curl(url: "\(harness.simulator.deviceURL)/4/broadcasts/apps/\(SimulatorHarness.app)", method: "POST",
+                                             headers: broadcastHeaders(harness, channel: channel), body: SimulatorHarness.updateBody())
+        #expect(allowed.status == 200, "\(allowed.body)")
     }
 }

@@ -19,6 +19,27 @@ struct FaultTests {
         #expect(harness.simulator.deliveries().count == 1, "faulted requests are not deliveries")
     }
 
+    /// Any status with any reason, also one Apple does not document, or with no body at all: what a
+    /// client must be tested against before live APNs sends it first.
+    @Test func injectedAnswerCarriesAnyStatusAndReason() async throws {
+        let harness = try SimulatorHarness()
+        try harness.simulator.setFaults(APNsSimulatorFaults(injectedAnswer: .init(status: 400, reason: "SomethingAppleAddedLater")))
+        let unknown = try await harness.devicePush()
+        #expect(unknown.status == 400)
+        #expect(unknown.reason == "SomethingAppleAddedLater")
+        #expect(unknown.headers["apns-id"] != nil)
+        try harness.simulator.setFaults(APNsSimulatorFaults(injectedAnswer: .init(status: 403, reason: nil)))
+        let bare = try await harness.devicePush()
+        #expect(bare.status == 403)
+        #expect(bare.body.isEmpty)
+        #expect(harness.simulator.stats().responses["400 SomethingAppleAddedLater"] == 1)
+        #expect(harness.simulator.stats().responses["403 (no reason)"] == 1)
+        #expect(harness.simulator.deliveries().isEmpty, "answered requests are not deliveries")
+        #expect(throws: (any Error).self) {
+            try harness.simulator.setFaults(APNsSimulatorFaults(injectedAnswer: .init(status: 200, reason: nil)))
+        }
+    }
+
     /// The same seed and the same request sequence (h2load, one stream at a time) give the same fault mix.
     @Test func seededFaultMixRepeats() async throws {
         func run() async throws -> APNsSimulatorStats {

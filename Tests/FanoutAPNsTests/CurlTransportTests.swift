@@ -8,8 +8,9 @@ import Testing
 /// The libcurl transport's own decisions, without a server.
 @Suite struct CurlTransportTests {
     static func event(_ code: CURLcode, status: Int? = nil) -> ConnectionGate.Completion {
-        CurlTransportEngine.gateEvent(code: code, response: APNsHTTPResponse(status: status), credentials: nil,
-                                      tokenGeneration: 0, tokenCache: ProviderTokenCache())
+        var response = APNsHTTPResponse(status: status)
+        return CurlTransportEngine.gateEvent(code: code, response: &response, credentials: nil,
+                                             providerToken: nil, tokenCache: ProviderTokenCache())
     }
 
     @Test func connectionLevelHTTP2ErrorBacksOff() {

@@ -28,7 +28,7 @@ struct NghttpdTransportTests {
         #expect(ok.outcome == .delivered)
         let missing = await client.send(try TestApps.push(token: "cd"))
         #expect(missing.status == 404)
-        #expect(missing.outcome == .configError(reason: "HTTP 404", status: 404))
+        #expect(missing.outcome == .configError(reason: "HTTP 404 without a reason", status: 404))
         await client.shutdown(deadline: .now + .seconds(5))
     }
 

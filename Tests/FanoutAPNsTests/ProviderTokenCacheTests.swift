@@ -52,19 +52,45 @@ import FanoutCrypto
         #expect(ProviderTokenCache().refreshInterval == 50 * 60)
     }
 
-    @Test func expiredRejectionRefreshesImmediatelyButNotTwiceIn20Minutes() throws {
+    @Test func expiredRejectionMintsOneReplacementHoweverManyConnectionsReportIt() throws {
         let cache = ProviderTokenCache(now: { [clock] in clock.now })
         let first = try cache.token(for: credentials)
-        // Young token rejected as expired (clock skew): keeping it avoids TooManyProviderTokenUpdates.
-        clock.advance(5 * 60)
-        #expect(try cache.tokenRejectedAsExpired(first.generation, for: credentials) == first)
         // 25 minutes old: re-minted at once, even though the schedule says 50.
-        clock.advance(20 * 60)
-        let second = try cache.tokenRejectedAsExpired(first.generation, for: credentials)
+        clock.advance(25 * 60)
+        let judgement = cache.tokenRejectedAsExpired(first, for: credentials)
+        #expect(!judgement.showsWrongClock)
+        #expect(judgement.ageSeconds == 25 * 60)
+        let second = try cache.token(for: credentials)
         #expect(second.generation == first.generation + 1)
         // Every other connection that still had the old token reports it too: no further mint.
-        for _ in 0..<10 { #expect(try cache.tokenRejectedAsExpired(first.generation, for: credentials) == second) }
+        for _ in 0..<10 { #expect(!cache.tokenRejectedAsExpired(first, for: credentials).showsWrongClock) }
+        #expect(try cache.token(for: credentials) == second)
         #expect(cache.mintCount == 2)
+    }
+
+    @Test func aRejectedFreshReplacementMeansAWrongClockAndMintsNothingMore() throws {
+        let cache = ProviderTokenCache(now: { [clock] in clock.now })
+        let first = try cache.token(for: credentials)
+        // Rejected as expired the moment it was minted: perhaps the key's previous token, so one replacement.
+        let once = cache.tokenRejectedAsExpired(first, for: credentials)
+        #expect(!once.showsWrongClock)
+        let replacement = try cache.token(for: credentials)
+        #expect(replacement.generation == first.generation + 1)
+
+        // The replacement, 30 s old by this clock, is "over an hour old" to APNs: the clocks disagree.
+        clock.advance(30)
+        let again = cache.tokenRejectedAsExpired(replacement, for: credentials)
+        #expect(again.showsWrongClock)
+        #expect(again.ageSeconds == 30)
+        #expect(again.issuedAt == replacement.issuedAt)
+        #expect(try cache.token(for: credentials) == replacement, "a new token would look expired too")
+        #expect(cache.mintCount == 2)
+
+        // 20 minutes on, the replacement may be renewed once more (never more often than Apple allows).
+        clock.advance(20 * 60)
+        #expect(!cache.tokenRejectedAsExpired(replacement, for: credentials).showsWrongClock)
+        #expect(try cache.token(for: credentials).generation == replacement.generation + 1)
+        #expect(cache.mintCount == 3)
     }
 
     @Test func concurrentUsersShareOneToken() async throws {

@@ -8,7 +8,7 @@ import FanoutCrypto
 @Suite struct SimulatorChannelTests {
     @Test(arguments: APNsClientConfiguration.Transport.allCases)
     func createReadListBroadcastDelete(transport: APNsClientConfiguration.Transport) async throws {
-        let harness = try SimulatorHarness(broadcast: true)
+        let harness = try SimulatorHarness(broadcastApps: [TestApps.bundleID])
         let channels = try APNsChannelClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: harness.simulator.managementURL, caFile: harness.simulator.caCertificatePath),
             credentials: TestApps.credentials(key: harness.key), connections: 1, tokenCache: harness.cache, transport: transport))

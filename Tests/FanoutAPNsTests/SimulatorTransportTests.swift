@@ -21,13 +21,14 @@ final class SimulatorHarness: Sendable {
     let clock = FakeUnixClock()
     let cache: ProviderTokenCache
 
-    init(faults: APNsSimulatorFaults = APNsSimulatorFaults(), broadcast: Bool = false, maxConcurrentStreams: Int = 1000) throws {
+    /// `broadcastApps`: the apps with the broadcast capability (nil: every app, the simulator's default).
+    init(faults: APNsSimulatorFaults = APNsSimulatorFaults(), broadcastApps: [String]? = nil, maxConcurrentStreams: Int = 1000) throws {
         key = try P256PrivateKey.generate()
         let clock = self.clock
         var configuration = APNsSimulatorConfiguration(teamID: TestApps.teamID,
                                                        keys: [TestApps.keyID: try key.publicKey().pemSPKI()],
                                                        apps: [TestApps.bundleID])
-        if broadcast { configuration.broadcastApps = [TestApps.bundleID] }
+        configuration.broadcastApps = broadcastApps
         configuration.faults = faults
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.threads = 1
@@ -169,23 +170,6 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         #expect(harness.cache.mintCount == 2)
         await first.shutdown(deadline: .now + .seconds(5))
         await second.shutdown(deadline: .now + .seconds(5))
-    }
-
-    @Test(arguments: transports) func expiredProviderTokenComesBackAsRefreshAuth(transport: APNsClientConfiguration.Transport) async throws {
-        let harness = try SimulatorHarness()
-        // A cache whose clock runs 70 minutes behind the server's: its JWTs look expired to APNs.
-        let behind = ProviderTokenCache(refreshInterval: .seconds(3600), now: { harness.clock.now - 70 * 60 })
-        let client = try APNsClient(configuration: APNsClientConfiguration(
-            endpoint: .custom(baseURL: harness.simulator.deviceURL, caFile: harness.simulator.caCertificatePath),
-            credentials: TestApps.credentials(key: harness.key), tokenCache: behind, transport: transport))
-        let rejected = await client.send(try TestApps.push())
-        #expect(rejected.status == 403)
-        #expect(rejected.reason == .expiredProviderToken)
-        #expect(rejected.outcome == .refreshAuth)
-        // By its own clock the token is brand new, so the cache refuses to re-mint inside 20 minutes
-        // (that would be TooManyProviderTokenUpdates); the rule itself is unit-tested with a fake clock.
-        #expect(behind.mintCount == 1)
-        await client.shutdown(deadline: .now + .seconds(5))
     }
 
     @Test(arguments: transports) func freshConnectionsRespectTheSingleStreamBeforeAuth(transport: APNsClientConfiguration.Transport) async throws {

@@ -17,7 +17,8 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var keys: [String: String]
     /// Bundle IDs of the apps this team may push to (`<bundle>.push-type.liveactivity` topics).
     public var apps: [String]
-    /// Apps with the broadcast capability; nil means every configured app. Others get 400 FeatureNotEnabled.
+    /// Apps with the broadcast capability; nil means every configured app. Broadcasts and channel requests for
+    /// the others get 400 BroadcastFeatureNotEnabled, as live APNs answers.
     public var broadcastApps: [String]?
     /// SETTINGS_MAX_CONCURRENT_STREAMS after the first request with a valid JWT (before it: 1, like APNs).
     public var maxConcurrentStreams: Int = 1000

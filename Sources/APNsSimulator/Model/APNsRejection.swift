@@ -15,7 +15,10 @@ public enum APNsRejection: String, Sendable, CaseIterable, Codable {
     case missingTopic = "MissingTopic"
     case payloadEmpty = "PayloadEmpty"
     case topicDisallowed = "TopicDisallowed"
+    /// Apple's table for an app without the broadcast capability; the simulator answers what live
+    /// APNs sends instead, `broadcastFeatureNotEnabled` (README, "Load testing and benchmarks").
     case featureNotEnabled = "FeatureNotEnabled"
+    case broadcastFeatureNotEnabled = "BroadcastFeatureNotEnabled"
     case missingChannelId = "MissingChannelId"
     case badChannelId = "BadChannelId"
     case channelNotRegistered = "ChannelNotRegistered"

@@ -25,6 +25,12 @@ struct AppCatalog: Sendable {
 
     func appIndex(forBundle bundle: String) -> Int? { apps.firstIndex { $0.bundleID == bundle } }
 
+    /// A broadcast send or channel-management request for an app without the broadcast capability.
+    /// Live APNs answers 400 BroadcastFeatureNotEnabled, not the FeatureNotEnabled of Apple's table
+    /// (README, "Load testing and benchmarks"); the simulator is as strict as live APNs.
+    static let broadcastNotEnabled = Refusal(.broadcastFeatureNotEnabled,
+                                             "the app has no broadcast capability (Certificates, IDs & Profiles → Push Notifications)")
+
     /// Why `topic` (not an exact Live Activity topic) is refused:
     /// malformed → BadTopic; a configured app's bundle, bare or with another suffix → DeviceTokenNotForTopic
     /// (what APNs answers when `.push-type.liveactivity` is missing, F712499); anything else → TopicDisallowed.

@@ -25,7 +25,7 @@ enum BroadcastRules {
         case .failure(let refusal): return .failure(refusal)
         case .success(let index): appIndex = index
         }
-        guard catalog.apps[appIndex].broadcastEnabled else { return .failure(Refusal(.featureNotEnabled)) }
+        guard catalog.apps[appIndex].broadcastEnabled else { return .failure(AppCatalog.broadcastNotEnabled) }
 
         guard let pushType = request.string(.pushType) else { return .failure(Refusal(.missingPushType)) }
         guard pushType.lowercased() == "liveactivity" else {

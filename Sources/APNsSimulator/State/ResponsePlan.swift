@@ -14,11 +14,23 @@ struct ResponsePlan {
 
     /// `{"reason": …}` (plus `timestamp` for 410, and the simulator's `detail` when there is one).
     static func refusal(_ refusal: Refusal, idHeader: String, id: String) -> ResponsePlan {
-        var json = "{\"reason\":\"\(refusal.reason.rawValue)\""
-        if let millis = refusal.timestampMillis { json += ",\"timestamp\":\(millis)" }
-        if let detail = refusal.detail { json += ",\"detail\":\(jsonString(detail))" }
+        errorAnswer(status: refusal.reason.status, reason: refusal.reason.rawValue, timestampMillis: refusal.timestampMillis,
+                    detail: refusal.detail, idHeader: idHeader, id: id)
+    }
+
+    /// An injected answer (`APNsSimulatorFaults.injectedAnswer`): its status and reason, or no body without a reason.
+    static func injected(_ answer: APNsSimulatorFaults.InjectedAnswer, idHeader: String, id: String) -> ResponsePlan {
+        guard let reason = answer.reason else { return ResponsePlan(status: answer.status, headers: [(idHeader, id)], body: []) }
+        return errorAnswer(status: answer.status, reason: reason, timestampMillis: nil, detail: "injected fault", idHeader: idHeader, id: id)
+    }
+
+    private static func errorAnswer(status: Int, reason: String, timestampMillis: Int64?, detail: String?,
+                                    idHeader: String, id: String) -> ResponsePlan {
+        var json = "{\"reason\":\(jsonString(reason))"
+        if let millis = timestampMillis { json += ",\"timestamp\":\(millis)" }
+        if let detail { json += ",\"detail\":\(jsonString(detail))" }
         json += "}"
-        return ResponsePlan(status: refusal.reason.status, headers: [(idHeader, id), ("content-type", "application/json")],
+        return ResponsePlan(status: status, headers: [(idHeader, id), ("content-type", "application/json")],
                             body: Array(json.utf8))
     }
 

@@ -57,7 +57,7 @@ extension SimulatorEngine {
         case .failure(let refusal): return .failure(refusal)
         case .success(let index): appIndex = index
         }
-        guard catalog.apps[appIndex].broadcastEnabled else { return .failure(Refusal(.featureNotEnabled)) }
+        guard catalog.apps[appIndex].broadcastEnabled else { return .failure(AppCatalog.broadcastNotEnabled) }
 
         var plan: ResponsePlan
         switch operation {

@@ -85,6 +85,9 @@ final class SimulatorEngine: Sendable {
             case .refuse(let reason):
                 state.count(reason)
                 plan = .refusal(Refusal(reason, "injected fault"), idHeader: idHeader, id: responseID)
+            case .answer(let answer):
+                state.count(answer)
+                plan = .injected(answer, idHeader: idHeader, id: responseID)
             case .proceed:
                 var outcome = verdict
                 if case .success = outcome {

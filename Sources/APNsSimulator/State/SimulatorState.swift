@@ -4,7 +4,7 @@
 struct SimulatorState {
     /// What the fault settings decided for one request.
     struct FaultPlan {
-        enum Action: Equatable { case proceed, refuse(APNsRejection), reset }
+        enum Action: Equatable { case proceed, refuse(APNsRejection), answer(APNsSimulatorFaults.InjectedAnswer), reset }
         var action: Action = .proceed
         var delayMillis = 0
         var goAwayAfterRequests: Int?
@@ -21,6 +21,8 @@ struct SimulatorState {
     var channelViews: DeviceViewTracker
 
     private var reasonCounts = [Int](repeating: 0, count: APNsRejection.allCases.count)
+    /// Injected answers by "status reason" (as `stats.responses` names them).
+    private var injectedCounts: [String: Int] = [:]
     private var okCount = 0
     private var acceptedCount = 0
     private var createdCount = 0
@@ -55,18 +57,21 @@ struct SimulatorState {
     }
 
     /// Draws this request's fate from the fault settings: outage first, then one uniform draw split
-    /// between 500, 503, 429 and reset, then the latency. A push outside `faults.scope` gets no fault.
+    /// between 500, 503, 429, reset and the injected answer, then the latency. A push outside `faults.scope` gets no fault.
     mutating func planFaults(now: Double, isBroadcast: Bool) -> FaultPlan {
         guard faults.scope.applies(toBroadcast: isBroadcast) else { return FaultPlan(goAwayAfterRequests: nil, goAwayReason: faults.goAwayReason) }
         var plan = FaultPlan(goAwayAfterRequests: faults.goAwayAfterRequests, goAwayReason: faults.goAwayReason)
         if let start = faults.outageStart, let end = faults.outageEnd, now >= start, now < end {
             plan.action = .refuse(.serviceUnavailable)
-        } else if faults.internalServerErrorRate + faults.serviceUnavailableRate + faults.tooManyRequestsRate + faults.connectionResetRate > 0 {
+        } else if faults.internalServerErrorRate + faults.serviceUnavailableRate + faults.tooManyRequestsRate + faults.connectionResetRate
+                    + (faults.injectedAnswer?.rate ?? 0) > 0 {
             var draw = random.unit()
-            for (rate, action) in [(faults.internalServerErrorRate, FaultPlan.Action.refuse(.internalServerError)),
-                                   (faults.serviceUnavailableRate, .refuse(.serviceUnavailable)),
-                                   (faults.tooManyRequestsRate, .refuse(.tooManyRequests)),
-                                   (faults.connectionResetRate, .reset)] {
+            var choices = [(faults.internalServerErrorRate, FaultPlan.Action.refuse(.internalServerError)),
+                           (faults.serviceUnavailableRate, .refuse(.serviceUnavailable)),
+                           (faults.tooManyRequestsRate, .refuse(.tooManyRequests)),
+                           (faults.connectionResetRate, .reset)]
+            if let answer = faults.injectedAnswer { choices.append((answer.rate, .answer(answer))) }
+            for (rate, action) in choices {
                 if draw < rate { plan.action = action; break }
                 draw -= rate
             }
@@ -113,6 +118,9 @@ struct SimulatorState {
     }
 
     mutating func count(_ reason: APNsRejection) { reasonCounts[reason.index] += 1 }
+    mutating func count(_ answer: APNsSimulatorFaults.InjectedAnswer) {
+        injectedCounts["\(answer.status) \(answer.reason ?? "(no reason)")", default: 0] += 1
+    }
     mutating func countSuccess(status: Int) {
         switch status {
         case 201: createdCount += 1
@@ -148,6 +156,7 @@ struct SimulatorState {
         for reason in APNsRejection.allCases where reasonCounts[reason.index] > 0 {
             responses["\(reason.status) \(reason.rawValue)"] = reasonCounts[reason.index]
         }
+        responses.merge(injectedCounts, uniquingKeysWith: +)
         return APNsSimulatorStats(
             responses: responses, requests: requests, accepted: acceptedCount,
             connectionsAccepted: connectionsAccepted, connectionsOpen: connectionsOpen, connectionsRefused: connectionsRefused,

@@ -1,13 +1,16 @@
+import APNsModel
 import Foundation
 import Synchronization
 
 /// The process-wide cache of APNs provider tokens: ONE JWT per (team, key), shared by every
 /// connection and every `APNsClient` that uses the same cache (by default `ProviderTokenCache.shared`).
 ///
-/// Refreshes on a schedule (`refreshInterval`, clamped to Apple's 20–60 minutes) and early after
-/// `403 ExpiredProviderToken`, but never mints twice for one key within 20 minutes: since all
-/// connections share the token, no connection ever sees a new token more than once per 20 minutes,
-/// which is what `429 TooManyProviderTokenUpdates` punishes. Thread-safe (one Mutex).
+/// Refreshes on a schedule (`refreshInterval`, clamped to Apple's 20–60 minutes) and once at once
+/// after `403 ExpiredProviderToken` (however many connections report the same token). When the
+/// replacement is rejected as expired too while it is younger than 20 minutes, this machine's clock
+/// is wrong: the cache mints nothing more (the rejection says so, see `RejectedProviderToken`), so
+/// no connection sees a new token more often than the 20 minutes `429 TooManyProviderTokenUpdates`
+/// punishes beyond that one replacement. Thread-safe (one Mutex).
 public final class ProviderTokenCache: Sendable {
     public struct Identity: Hashable, Sendable {
         public var teamID: String
@@ -27,13 +30,19 @@ public final class ProviderTokenCache: Sendable {
     public static let shared = ProviderTokenCache()
 
     /// Apple: no more often than every 20 minutes, no less than every 60.
-    public static let minimumInterval: Int64 = 20 * 60
+    public static let minimumInterval: Int64 = RejectedProviderToken.minimumRefreshSeconds
     public static let maximumInterval: Int64 = 60 * 60
 
     public let refreshInterval: Int64
     private let now: @Sendable () -> Int64
     private let sign: @Sendable (APNsCredentials, Int64) throws -> String
-    private let state = Mutex<[Identity: Token]>([:])
+    private struct State {
+        var tokens: [Identity: Token] = [:]
+        /// Per key, the newest generation APNs answered ExpiredProviderToken for (outside a wrong clock).
+        var rejectedGenerations: [Identity: Int] = [:]
+    }
+
+    private let state = Mutex(State())
     private let mints = Atomic<Int>(0)
 
     /// - Parameters:
@@ -62,32 +71,40 @@ public final class ProviderTokenCache: Sendable {
     public func token(for credentials: APNsCredentials) throws -> Token {
         let identity = credentials.identity
         let current = now()
-        if let token = state.withLock({ $0[identity] }), current - token.issuedAt < refreshInterval, current >= token.issuedAt {
+        if let token = state.withLock({ $0.tokens[identity] }), current - token.issuedAt < refreshInterval, current >= token.issuedAt {
             return token
         }
         return try mint(credentials, at: current, replacingGenerationAtMost: nil)
     }
 
-    /// APNs said `ExpiredProviderToken` for `generation`: mint a new token unless one newer than
-    /// it exists already, and unless the current token is younger than 20 minutes (then keep it:
-    /// a new token now would be a TooManyProviderTokenUpdates). Returns the token to retry with.
-    @discardableResult
-    public func tokenRejectedAsExpired(_ generation: Int, for credentials: APNsCredentials) throws -> Token {
+    /// APNs said `ExpiredProviderToken` to a request signed with `rejected`: judges the rejection
+    /// (see `RejectedProviderToken`) and, unless it shows a wrong clock, makes sure a newer token
+    /// exists, minting one unless another connection's report of the same token already did.
+    /// A signing failure is not reported here: the next send that needs the token reports it.
+    public func tokenRejectedAsExpired(_ rejected: Token, for credentials: APNsCredentials) -> RejectedProviderToken {
+        let identity = credentials.identity
         let current = now()
-        if let token = state.withLock({ $0[credentials.identity] }) {
-            if token.generation > generation { return token }
-            if current - token.issuedAt < Self.minimumInterval && current >= token.issuedAt { return token }
+        let (judgement, keep) = state.withLock { state -> (RejectedProviderToken, Bool) in
+            let earlier = state.rejectedGenerations[identity]
+            let judgement = RejectedProviderToken(issuedAt: rejected.issuedAt, rejectedAt: current,
+                                                  mintedAfterEarlierRejection: earlier.map { rejected.generation > $0 } ?? false)
+            // A wrong clock makes every new token look expired as well: keep the one there is.
+            // Otherwise keep it only when a newer one exists already (another report of this token).
+            if judgement.showsWrongClock { return (judgement, true) }
+            state.rejectedGenerations[identity] = max(earlier ?? 0, rejected.generation)
+            return (judgement, (state.tokens[identity]?.generation ?? 0) > rejected.generation)
         }
-        return try mint(credentials, at: current, replacingGenerationAtMost: generation)
+        if !keep { _ = try? mint(credentials, at: current, replacingGenerationAtMost: rejected.generation) }
+        return judgement
     }
 
     private func mint(_ credentials: APNsCredentials, at issuedAt: Int64, replacingGenerationAtMost: Int?) throws -> Token {
         // Signing happens outside the lock; two racing minters resolve below and the loser's
         // token is discarded before anyone uses it, so every user still sees one token.
         let jwt = try sign(credentials, issuedAt)
-        return state.withLock { tokens in
+        return state.withLock { state in
             let identity = credentials.identity
-            if let existing = tokens[identity] {
+            if let existing = state.tokens[identity] {
                 let stillFresh = issuedAt - existing.issuedAt < refreshInterval && issuedAt >= existing.issuedAt
                 if let limit = replacingGenerationAtMost {
                     if existing.generation > limit { return existing }
@@ -95,9 +112,9 @@ public final class ProviderTokenCache: Sendable {
                     return existing
                 }
             }
-            let token = Token(jwt: jwt, issuedAt: issuedAt, generation: (tokens[identity]?.generation ?? 0) + 1,
+            let token = Token(jwt: jwt, issuedAt: issuedAt, generation: (state.tokens[identity]?.generation ?? 0) + 1,
                               authorizationHeader: "authorization: bearer " + jwt)
-            tokens[identity] = token
+            state.tokens[identity] = token
             mints.add(1, ordering: .relaxed)
             return token
         }

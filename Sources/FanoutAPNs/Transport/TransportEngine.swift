@@ -124,16 +124,16 @@ final class ShutdownSignal: Sendable {
 extension ConnectionGate.Completion {
     /// The gate event for an HTTP response, shared by both transports: a provider-token rejection
     /// (403 ExpiredProviderToken, InvalidProviderToken, MissingProviderToken) does not open a probing
-    /// connection, and ExpiredProviderToken also tells the token cache (which re-mints at most once
-    /// per 20 minutes per key).
-    static func response(_ response: APNsHTTPResponse, credentials: APNsCredentials?, tokenGeneration: Int,
-                         tokenCache: ProviderTokenCache) -> Self {
+    /// connection. ExpiredProviderToken also goes to the token cache, whose judgement of it (a
+    /// replacement is minted, or this machine's clock is wrong) is noted on `response` for the
+    /// classifier. `providerToken` is the token the request carried and `credentials` its signer.
+    static func response(_ response: inout APNsHTTPResponse, credentials: APNsCredentials?,
+                         providerToken: ProviderTokenCache.Token?, tokenCache: ProviderTokenCache) -> Self {
         guard response.status == 403, let reason = response.errorBody().reason else { return .response(authenticated: true) }
         switch reason {
         case .expiredProviderToken:
-            if let credentials {
-                // Fails only if signing fails; the next send reports that error itself.
-                _ = try? tokenCache.tokenRejectedAsExpired(tokenGeneration, for: credentials)
+            if let credentials, let providerToken {
+                response.rejectedProviderToken = tokenCache.tokenRejectedAsExpired(providerToken, for: credentials)
             }
             return .response(authenticated: false)
         case .invalidProviderToken, .missingProviderToken:

@@ -24,7 +24,8 @@ final class CurlTransfer {
     // The request on this slot.
     var completion: (@Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void)?
     var credentials: APNsCredentials?
-    var tokenGeneration = 0
+    /// The provider token the request carries (the cache judges a rejection of it).
+    var providerToken: ProviderTokenCache.Token?
     var connectionIndex = 0
     /// Position in the owning connection's transfer list; -1 when idle.
     var slot = -1

@@ -87,13 +87,14 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
                                  authorization: token.authorizationHeader)
             transfer.completion = submission.completion
             transfer.credentials = submission.credentials
-            transfer.tokenGeneration = token.generation
+            transfer.providerToken = token
             do {
                 try connection.add(transfer)
             } catch {
                 // Pooled slots hold no request: drop the completion and credentials before pooling.
                 transfer.completion = nil
                 transfer.credentials = nil
+                transfer.providerToken = nil
                 idleTransfers.append(transfer)
                 throw error
             }
@@ -110,15 +111,16 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             let connection = connections[transfer.connectionIndex]
             connection.remove(transfer)
             inFlight -= 1
-            let response = transfer.finish(code)
+            var response = transfer.finish(code)
             let completion = transfer.completion
             let credentials = transfer.credentials
-            let generation = transfer.tokenGeneration
+            let providerToken = transfer.providerToken
             transfer.completion = nil
             transfer.credentials = nil
+            transfer.providerToken = nil
             idleTransfers.append(transfer)
 
-            let event = Self.gateEvent(code: code, response: response, credentials: credentials, tokenGeneration: generation,
+            let event = Self.gateEvent(code: code, response: &response, credentials: credentials, providerToken: providerToken,
                                        tokenCache: configuration.tokenCache)
             connection.gate.completed(event,
                                       epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
@@ -133,10 +135,10 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
     /// reset, RST_STREAM) leaves the connection usable; it neither opens a probing connection (no
     /// answer arrived) nor backs off. CURLE_HTTP2 is libcurl's connection-level HTTP/2 error (a broken
     /// connection): like any other failure below HTTP it backs off.
-    static func gateEvent(code: CURLcode, response: APNsHTTPResponse, credentials: APNsCredentials?, tokenGeneration: Int,
-                          tokenCache: ProviderTokenCache) -> ConnectionGate.Completion {
+    static func gateEvent(code: CURLcode, response: inout APNsHTTPResponse, credentials: APNsCredentials?,
+                          providerToken: ProviderTokenCache.Token?, tokenCache: ProviderTokenCache) -> ConnectionGate.Completion {
         if response.status != nil {
-            return .response(response, credentials: credentials, tokenGeneration: tokenGeneration, tokenCache: tokenCache)
+            return .response(&response, credentials: credentials, providerToken: providerToken, tokenCache: tokenCache)
         }
         return code == CURLE_HTTP2_STREAM ? .streamReset : .transportFailure
     }
@@ -177,6 +179,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
                 let completion = transfer.completion
                 transfer.completion = nil
                 transfer.credentials = nil
+                transfer.providerToken = nil
                 idleTransfers.append(transfer)
                 completion?(.success(APNsHTTPResponse(status: nil, transportFailure: reason)))
             }

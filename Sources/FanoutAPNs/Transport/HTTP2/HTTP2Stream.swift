@@ -16,7 +16,8 @@ final class HTTP2Stream {
     var localFailure: String?
     var completion: (@Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void)?
     var credentials: APNsCredentials?
-    var tokenGeneration = 0
+    /// The provider token the request carries (the cache judges a rejection of it).
+    var providerToken: ProviderTokenCache.Token?
     var gateEpoch = 0
     var connectionIndex = 0
     /// True from dispatch until the completion ran: the engine ends a stream only while it is active,
@@ -40,6 +41,7 @@ final class HTTP2Stream {
         localFailure = nil
         completion = nil
         credentials = nil
+        providerToken = nil
         isActive = false
         streamID = 0
         slot = -1

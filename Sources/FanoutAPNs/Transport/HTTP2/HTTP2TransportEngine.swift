@@ -108,7 +108,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         stream.authorization = "bearer " + token.jwt
         stream.completion = submission.completion
         stream.credentials = submission.credentials
-        stream.tokenGeneration = token.generation
+        stream.providerToken = token
         stream.isActive = true
         // The epoch first: if the connection fails while opening, this stream's failure is already counted.
         stream.gateEpoch = connection.gate.dispatched(now: now)
@@ -130,12 +130,12 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
             }
             let connection = connections[stream.connectionIndex]
             inFlight -= 1
-            let response: APNsHTTPResponse
+            var response: APNsHTTPResponse
             let event: ConnectionGate.Completion
             switch end {
             case .response:
                 response = stream.response
-                event = .response(response, credentials: stream.credentials, tokenGeneration: stream.tokenGeneration,
+                event = .response(&response, credentials: stream.credentials, providerToken: stream.providerToken,
                                   tokenCache: configuration.tokenCache)
             case .streamFailed(let text):
                 response = APNsHTTPResponse(status: nil, transportFailure: "transport: \(text) [nghttp2]")
