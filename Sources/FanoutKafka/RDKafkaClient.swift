@@ -141,8 +141,7 @@ final class RDKafkaClient: @unchecked Sendable {
         let err = list.withPointer { rd_kafka_commit(handle, $0, 0) }
         let failures = list.failures
         if err != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {
-            let summary = offsets.keys.sorted().map { "\($0)@\(offsets[$0]!)" }.joined(separator: ", ")
-            throw KafkaError(.commit, err, "commit of \(summary) failed", partitionFailures: failures)
+            throw KafkaError(.commit, err, "commit of \(TopicPartition.describe(offsets)) failed", partitionFailures: failures)
         }
     }
 
