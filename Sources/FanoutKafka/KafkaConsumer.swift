@@ -45,6 +45,12 @@ public final class KafkaConsumer: Sendable {
         _ = client.withHandle { rd_kafka_poll_set_consumer($0) }
     }
 
+    /// A consumer dropped without `close` closes here (bounded by the default timeout), so that a
+    /// handle librdkafka would abort on is never destroyed (see `close`).
+    deinit {
+        try? close()
+    }
+
     public func subscribe(_ topics: [String]) throws {
         try ensureOpen()
         guard !topics.isEmpty else { throw KafkaError(.subscribe, reason: "subscribe needs at least one topic") }
@@ -141,8 +147,10 @@ public final class KafkaConsumer: Sendable {
         return try client.partitionCounts(of: topics, timeout: timeout)
     }
 
-    /// Blocking, bounded by `timeout`: leaves the group. The rebalance handler's `revoking` runs for
-    /// the current assignment (commit there or before). Outstanding `commitAsync` calls are answered (by librdkafka, or `.closed`): see `drainCommitAnswers`.
+    /// Blocking, bounded by `timeout`: leaves the group, in any state (before the first assignment,
+    /// while joining, during a rebalance, after a lost assignment). The rebalance handler's
+    /// `revoking` runs for the current assignment (commit there or before). Outstanding
+    /// `commitAsync` calls are answered (by librdkafka, or `.closed`): see `drainCommitAnswers`.
     /// Throws the first revoke-commit failure, a close failure, or `.closed` when librdkafka did
     /// not finish in time. Later calls do nothing.
     ///
@@ -155,6 +163,13 @@ public final class KafkaConsumer: Sendable {
     /// a helper thread; if it has not returned by the deadline this throws and leaves that thread
     /// (and the handle it holds) behind instead of blocking the caller: the group reassigns the
     /// partitions after `session.timeout.ms`, from the last commit.
+    ///
+    /// A member whose JoinGroup was answered but that never completed a SyncGroup (closed while
+    /// joining or rejoining, before its first assignment) has left the group when this returns, but
+    /// its librdkafka handle is never destroyed: librdkafka 2.0.2 aborts the process destroying a
+    /// cooperative-sticky consumer in that state (`rd_kafka_sticky_assignor_state_destroy:
+    /// Assertion 'assignor_state' failed`, confluentinc/librdkafka#4312, fixed in 2.3.0). The
+    /// handle's memory and idle threads stay until the process exits.
     public func close(timeout: Duration = .seconds(30), quietPeriod: Duration = .milliseconds(500)) throws {
         let wasClosed = closed.withLock { closed in
             defer { closed = true }
@@ -182,6 +197,11 @@ public final class KafkaConsumer: Sendable {
                     break
                 }
             }
+        }
+        // Unsubscribed, the member accepts no further JoinGroup response, so the assignor librdkafka
+        // chose (if any) is final here; its state exists once a SyncGroup succeeded.
+        if context.cooperative, !context.synced.load(ordering: .relaxed), client.rebalanceProtocol != "NONE" {
+            client.neverDestroy()
         }
         let finished = DispatchSemaphore(value: 0)
         let result = Mutex<rd_kafka_resp_err_t?>(nil)
