@@ -78,6 +78,13 @@ import Testing
         return (member, run)
     }
 
+    /// `remaining` takes over every partition after the closed member left, then closes itself.
+    func expectTakeover(by remaining: Member, _ run: Task<Void, Error>, of all: Set<TopicPartition>) async throws {
+        try await waitUntil("the remaining member to own every partition") { remaining.owned == all }
+        remaining.stop.set()
+        try await run.value
+    }
+
     @Test func closeBeforeAnyAssignment() async throws {
         let cluster = try MockKafkaCluster()
         let (topic, all) = try topic(cluster)
@@ -87,9 +94,7 @@ import Testing
         b.stop.set()   // subscribes, then closes at once: its JoinGroup is still unanswered
         try await b.run(topic)
         #expect(b.everOwned.isEmpty)
-        try await waitUntil("a to own every partition after b left") { a.owned == all }
-        a.stop.set()
-        try await runA.value
+        try await expectTakeover(by: a, runA, of: all)
     }
 
     @Test func closeWhileJoiningAfterTheJoinGroupAnswerBeforeAnySyncGroupSucceeded() async throws {
@@ -107,9 +112,7 @@ import Testing
         try await runB.value
         cluster.clearRequestErrors(.syncGroup)
         #expect(b.everOwned.isEmpty)
-        try await waitUntil("a to own every partition after b left") { a.owned == all }
-        a.stop.set()
-        try await runA.value
+        try await expectTakeover(by: a, runA, of: all)
     }
 
     @Test func closeDuringARebalanceWhileASecondMemberJoins() async throws {
@@ -124,9 +127,7 @@ import Testing
         try await waitUntil("a to hear of the rebalance") { a.saw(rebalancing) }
         a.stop.set()
         try await runA.value
-        try await waitUntil("b to own every partition after a left") { b.owned == all }
-        b.stop.set()
-        try await runB.value
+        try await expectTakeover(by: b, runB, of: all)
     }
 
     @Test func closeAfterALostAssignment() async throws {
@@ -146,8 +147,6 @@ import Testing
             }
         }
         try await runB.value
-        try await waitUntil("a to own every partition after b lost and left") { a.owned == all }
-        a.stop.set()
-        try await runA.value
+        try await expectTakeover(by: a, runA, of: all)
     }
 }
