@@ -7,12 +7,13 @@ import Synchronization
 ///
 /// Threading: `poll` blocks and must run on a thread the caller owns (never Swift's cooperative
 /// pool); rebalance handler closures run inside `poll`/`close` on that thread. `commit`,
-/// `committed`, `close` and metadata calls block too. `pause`, `resume` and `assignment` are cheap
-/// and safe from any thread.
+/// `committed`, `close` and metadata calls block too. `commitAsync`, `drainCommitAnswers`, `pause`,
+/// `resume` and `assignment` are cheap and safe from any thread.
 public final class KafkaConsumer: Sendable {
     public let groupID: String
     private let client: RDKafkaClient
     private let context: RebalanceContext
+    private let commits: CommitQueue
     private let closed = Mutex(false)
 
     /// Properties Fanout pins: changing them would break commit-after-ack.
@@ -39,8 +40,15 @@ public final class KafkaConsumer: Sendable {
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf,
                                    context: ClientContext(log: log, rebalance: context))
         self.groupID = groupID
+        commits = CommitQueue(client: client)
         // Route the main queue (errors, logs as events) to the consumer queue served by poll.
         _ = client.withHandle { rd_kafka_poll_set_consumer($0) }
+    }
+
+    /// A consumer dropped without `close` closes here (bounded by the default timeout), so that a
+    /// handle librdkafka would abort on is never destroyed (see `close`).
+    deinit {
+        try? close()
     }
 
     public func subscribe(_ topics: [String]) throws {
@@ -60,6 +68,8 @@ public final class KafkaConsumer: Sendable {
         try ensureOpen()
         var batch = try client.pollBatch(timeout: timeout, maxMessages: max(1, maxMessages))
         batch.errors.append(contentsOf: context.drainErrors())
+        commits.collect()
+        batch.commitAnswers = commits.take()
         return batch
     }
 
@@ -68,6 +78,26 @@ public final class KafkaConsumer: Sendable {
     public func commit(_ offsets: [TopicPartition: Int64]) throws {
         try ensureOpen()
         try client.commit(offsets)
+    }
+
+    /// Non-blocking commit of "next offset to read" per partition: hands the offsets to librdkafka
+    /// and returns at once, without waiting for the group coordinator. Its answer — success, the
+    /// partitions refused (e.g. an old generation during a rebalance), or `.closed` when the
+    /// consumer closed first — comes exactly once, in a later poll batch's `commitAnswers` (at most
+    /// one poll timeout after librdkafka has it) or, after `close`, from `drainCommitAnswers`.
+    /// Nothing is retried here. Throws (and no answer will come) when the consumer is closed,
+    /// `offsets` is empty, or librdkafka refused to start the commit.
+    public func commitAsync(_ offsets: [TopicPartition: Int64]) throws -> KafkaCommitID {
+        try ensureOpen()
+        return try commits.commit(offsets)
+    }
+
+    /// Non-blocking, any thread, also after `close`: commit answers not yet returned by `poll`.
+    /// After `close` returned or threw, this holds the last of them, including a `.closed` answer
+    /// for every `commitAsync` librdkafka did not answer.
+    public func drainCommitAnswers() -> [KafkaCommitAnswer] {
+        commits.collect()
+        return commits.take()
     }
 
     /// Blocking: the group's committed offsets; `nil` for a partition with no commit yet.
@@ -117,9 +147,12 @@ public final class KafkaConsumer: Sendable {
         return try client.partitionCounts(of: topics, timeout: timeout)
     }
 
-    /// Blocking, bounded by `timeout`: leaves the group. The rebalance handler's `revoking` runs for
-    /// the current assignment (commit there or before). Throws the first revoke-commit failure, a
-    /// close failure, or `.closed` when librdkafka did not finish in time. Later calls do nothing.
+    /// Blocking, bounded by `timeout`: leaves the group, in any state (before the first assignment,
+    /// while joining, during a rebalance, after a lost assignment). The rebalance handler's
+    /// `revoking` runs for the current assignment (commit there or before). Outstanding
+    /// `commitAsync` calls are answered (by librdkafka, or `.closed`): see `drainCommitAnswers`.
+    /// Throws the first revoke-commit failure, a close failure, or `.closed` when librdkafka did
+    /// not finish in time. Later calls do nothing.
     ///
     /// How: unsubscribe first and keep serving the group on this thread until the assignment is
     /// empty and no rebalance callback has run for `quietPeriod`, so revoke (and any assignment
@@ -130,6 +163,13 @@ public final class KafkaConsumer: Sendable {
     /// a helper thread; if it has not returned by the deadline this throws and leaves that thread
     /// (and the handle it holds) behind instead of blocking the caller: the group reassigns the
     /// partitions after `session.timeout.ms`, from the last commit.
+    ///
+    /// A member whose JoinGroup was answered but that never completed a SyncGroup (closed while
+    /// joining or rejoining, before its first assignment) has left the group when this returns, but
+    /// its librdkafka handle is never destroyed: librdkafka 2.0.2 aborts the process destroying a
+    /// cooperative-sticky consumer in that state (`rd_kafka_sticky_assignor_state_destroy:
+    /// Assertion 'assignor_state' failed`, confluentinc/librdkafka#4312, fixed in 2.3.0). The
+    /// handle's memory and idle threads stay until the process exits.
     public func close(timeout: Duration = .seconds(30), quietPeriod: Duration = .milliseconds(500)) throws {
         let wasClosed = closed.withLock { closed in
             defer { closed = true }
@@ -148,6 +188,7 @@ public final class KafkaConsumer: Sendable {
                 } catch {
                     break   // fatal: nothing more to serve; close reports the state below
                 }
+                commits.collect()
                 let served = context.callbacks.load(ordering: .relaxed)
                 if served != seen {
                     seen = served
@@ -156,6 +197,11 @@ public final class KafkaConsumer: Sendable {
                     break
                 }
             }
+        }
+        // Unsubscribed, the member accepts no further JoinGroup response, so the assignor librdkafka
+        // chose (if any) is final here; its state exists once a SyncGroup succeeded.
+        if context.cooperative, !context.synced.load(ordering: .relaxed), client.rebalanceProtocol != "NONE" {
+            client.neverDestroy()
         }
         let finished = DispatchSemaphore(value: 0)
         let result = Mutex<rd_kafka_resp_err_t?>(nil)
@@ -169,6 +215,7 @@ public final class KafkaConsumer: Sendable {
         closer.start()
         let remaining = max(deadline - clock.now, .milliseconds(100))
         let timedOut = finished.wait(timeout: .now() + .milliseconds(Int(remaining.milliseconds))) == .timedOut
+        commits.close(groupID: groupID)
         if let failure = context.drainErrors().first(where: { $0.code == .commit }) { throw failure }
         if timedOut {
             throw KafkaError(.closed, reason: "leaving group '\(groupID)' did not finish within \(timeout); the group reassigns its partitions after the session timeout, from the last commit")

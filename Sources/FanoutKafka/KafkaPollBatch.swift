@@ -2,10 +2,14 @@
 /// partitions that reached their current end (only with `enable.partition.eof=true`), and non-fatal
 /// errors librdkafka reported meanwhile (broker down, fetch errors, a failed commit inside a revoke);
 /// these are informational: librdkafka keeps retrying, but the caller should log or count them.
+/// A group consumer's batch also carries the answers to `commitAsync` calls that arrived meanwhile.
 public struct KafkaPollBatch: Sendable {
     public var messages: [KafkaMessage] = []
     public var reachedEnd: [TopicPartition] = []
     public var errors: [KafkaError] = []
+    /// Answers to earlier `KafkaConsumer.commitAsync` calls, each id exactly once across all batches
+    /// (and `drainCommitAnswers`), oldest first.
+    public var commitAnswers: [KafkaCommitAnswer] = []
     public init() {}
-    public var isEmpty: Bool { messages.isEmpty && reachedEnd.isEmpty && errors.isEmpty }
+    public var isEmpty: Bool { messages.isEmpty && reachedEnd.isEmpty && errors.isEmpty && commitAnswers.isEmpty }
 }

@@ -1,4 +1,5 @@
 import CRdKafka
+import Synchronization
 
 /// Owns one `rd_kafka_t` and the context object whose pointer librdkafka holds as its opaque.
 ///
@@ -8,6 +9,8 @@ final class RDKafkaClient: @unchecked Sendable {
     private let handle: OpaquePointer
     /// Kept alive until after `rd_kafka_destroy`, because librdkafka callbacks dereference it.
     private let context: ClientContext
+    /// Set by `neverDestroy()`: `deinit` then leaves the handle (and its context) alive.
+    private let abandoned = Atomic(false)
 
     init(type: rd_kafka_type_t, conf: RDKafkaConf, context: ClientContext) throws {
         let opaque = Unmanaged.passUnretained(context).toOpaque()
@@ -20,9 +23,26 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     deinit {
+        if abandoned.load(ordering: .acquiring) {
+            // librdkafka's threads keep the opaque: the context must outlive them, i.e. forever.
+            _ = Unmanaged.passRetained(context)
+            return
+        }
         // Blocking: a consumer that was not closed leaves its group here.
         rd_kafka_destroy(handle)
         // `context` is released after this body, i.e. after librdkafka is gone.
+    }
+
+    /// For a handle that `rd_kafka_destroy` would abort on (see `KafkaConsumer.close`): it is never
+    /// destroyed; its memory and idle threads stay until the process exits.
+    func neverDestroy() {
+        abandoned.store(true, ordering: .releasing)
+    }
+
+    /// Blocking (a round trip to librdkafka's main thread): `"NONE"` until a JoinGroup response
+    /// chose an assignor, then `"COOPERATIVE"` or `"EAGER"`; `nil` once the group is gone.
+    var rebalanceProtocol: String? {
+        rd_kafka_rebalance_protocol(handle).map { String(cString: $0) }
     }
 
     func withHandle<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
@@ -141,8 +161,7 @@ final class RDKafkaClient: @unchecked Sendable {
         let err = list.withPointer { rd_kafka_commit(handle, $0, 0) }
         let failures = list.failures
         if err != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {
-            let summary = offsets.keys.sorted().map { "\($0)@\(offsets[$0]!)" }.joined(separator: ", ")
-            throw KafkaError(.commit, err, "commit of \(summary) failed", partitionFailures: failures)
+            throw KafkaError(.commit, err, "commit of \(TopicPartition.describe(offsets)) failed", partitionFailures: failures)
         }
     }
 

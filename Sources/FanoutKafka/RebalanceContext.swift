@@ -13,6 +13,9 @@ final class RebalanceContext: Sendable {
     private let pendingErrors = Mutex<[KafkaError]>([])
     /// Callbacks served so far: lets `close` see that the group has gone quiet.
     let callbacks = Atomic<Int>(0)
+    /// Whether an assignment (possibly empty) ever arrived, i.e. a SyncGroup succeeded: from then on
+    /// librdkafka's sticky assignor has its state (see `KafkaConsumer.close`).
+    let synced = Atomic(false)
 
     init(handler: KafkaRebalanceHandler, cooperative: Bool) {
         self.handler = handler
@@ -39,6 +42,7 @@ final class RebalanceContext: Sendable {
         let partitions = RDKafkaTopicPartitionList.entries(of: list).map(\.partition)
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            synced.store(true, ordering: .relaxed)
             if cooperative {
                 if let error = rd_kafka_incremental_assign(rk, list) {
                     record(KafkaError(.assignment, consuming: error, context: "incremental assign of \(partitions.count) partition(s)"))

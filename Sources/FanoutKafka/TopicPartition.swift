@@ -11,3 +11,10 @@ public struct TopicPartition: Sendable, Hashable, Comparable, CustomStringConver
         (lhs.topic, lhs.partition) < (rhs.topic, rhs.partition)
     }
 }
+
+extension TopicPartition {
+    /// `topic/0@13, topic/1@4`, sorted: offsets in error messages.
+    static func describe(_ offsets: [TopicPartition: Int64]) -> String {
+        offsets.keys.sorted().map { "\($0)@\(offsets[$0]!)" }.joined(separator: ", ")
+    }
+}
