@@ -114,8 +114,7 @@ extension WorkerCore {
             }
             return []
         } catch {
-            let outcome = APNsClient.resultOutcome(for: error)
-            return complete(send, outcome: outcome, result: nil, started: nil)
+            return complete(send, outcome: error.outcome, result: nil, started: nil)
         }
     }
 
@@ -345,15 +344,5 @@ extension Duration {
     var timeInterval: TimeInterval {
         let (seconds, attoseconds) = components
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}
-
-extension APNsClient {
-    /// The outcome of a send that could not be enqueued (queue full, shut down, unknown app).
-    static func resultOutcome(for error: APNsClientError) -> SendOutcome {
-        switch error {
-        case .unknownApp(let bundle): .configError(reason: "no credentials for app \(bundle)", status: 0)
-        default: .retry(reason: error.description, status: nil, after: nil)
-        }
     }
 }
