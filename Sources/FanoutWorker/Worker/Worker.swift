@@ -170,7 +170,7 @@ public final class Worker: Sendable {
     }
 
     private func tearDown() async {
-        core.stopped.store(true, ordering: .relaxed)
+        core.records.stop()
         core.ticker.stop()
         await core.lanes.shutdown(deadline: .now + .seconds(1))
         admin?.stop()
