@@ -28,7 +28,6 @@ final class WorkerCore: Sendable {
     let metrics: FanoutMetrics
     let clock: WorkerClock
     let lanes: APNsLanes
-    let producer: KafkaProducer
     /// Dead letters and token feedback, each acknowledged by Kafka before its offsets complete.
     let records: RecordProducer
     let options: WorkerOptions
@@ -45,7 +44,6 @@ final class WorkerCore: Sendable {
         self.metrics = metrics
         self.clock = options.clock
         self.lanes = lanes
-        self.producer = producer
         records = RecordProducer(producer: producer, topics: settings.configuration.kafka.topics, log: log, metrics: metrics,
                                  clock: options.clock, retryDelay: options.produceRetryDelay)
         self.options = options
