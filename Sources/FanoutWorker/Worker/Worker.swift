@@ -77,8 +77,9 @@ public final class Worker: Sendable {
         }
     }
 
-    /// Checks the topic layout (partition counts of activity-updates and activity-tokens must match),
-    /// joins the consumer group and starts the intake, token and ticker threads and the admin server.
+    /// Checks the topic layout (partition counts of activity-updates and activity-tokens must match;
+    /// the dead-letter and token feedback topics exist, `OutputTopicCheck`), joins the consumer group
+    /// and starts the intake, token and ticker threads and the admin server.
     public func start() throws {
         try phase.withLock { phase in
             guard phase == .created else { throw WorkerError(.lifecycle, "the worker was already started") }
@@ -103,6 +104,12 @@ public final class Worker: Sendable {
             admin?.stop()
             throw WorkerError(.configuration,
                               "kafka.topics: \(topics.activityUpdates) has \(updates) partitions but \(topics.activityTokens) has \(tokens); they must match, because the owner of partition p of \(topics.activityUpdates) reads partition p of \(topics.activityTokens) (create \(topics.activityTokens) with \(updates) partitions)")
+        }
+        do {
+            try OutputTopicCheck.check(topics, using: intake.consumer, timeout: .seconds(10))
+        } catch {
+            admin?.stop()
+            throw error
         }
         do {
             try intake.start()
@@ -170,7 +177,7 @@ public final class Worker: Sendable {
     }
 
     private func tearDown() async {
-        core.stopped.store(true, ordering: .relaxed)
+        core.records.stop()
         core.ticker.stop()
         await core.lanes.shutdown(deadline: .now + .seconds(1))
         admin?.stop()

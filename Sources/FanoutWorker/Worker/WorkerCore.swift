@@ -26,14 +26,10 @@ final class WorkerCore: Sendable {
     let metrics: FanoutMetrics
     let clock: WorkerClock
     let lanes: APNsLanes
-    let producer: KafkaProducer
-    let deadLetters: DeadLetterProducer
+    /// Dead letters and token feedback, each acknowledged by Kafka before its offsets complete.
+    let records: RecordProducer
     let options: WorkerOptions
     let ticker = EngineTicker()
-    /// Dead letters and feedback records produced and not yet acknowledged (including retries).
-    let outstandingProduces = Atomic<Int>(0)
-    let stopped = Atomic<Bool>(false)
-    let retryQueue = DispatchQueue(label: "fanout-produce-retry")
     let topics: FanoutConfiguration.Topics
     /// Who carries out the engine's Kafka-side actions (the intake service), held weakly: the
     /// intake owns this core, and a worker that is never started is freed with its clients.
@@ -49,8 +45,8 @@ final class WorkerCore: Sendable {
         self.metrics = metrics
         self.clock = options.clock
         self.lanes = lanes
-        self.producer = producer
-        deadLetters = DeadLetterProducer(producer: producer, topicSuffix: settings.configuration.kafka.topics.dlqSuffix)
+        records = RecordProducer(producer: producer, topics: settings.configuration.kafka.topics, log: log, metrics: metrics,
+                                 clock: options.clock, retryDelay: options.produceRetryDelay)
         self.options = options
         topics = settings.configuration.kafka.topics
     }
@@ -234,7 +230,7 @@ final class WorkerCore: Sendable {
 
     /// True when no send is in flight and no dead letter or feedback record awaits its acknowledgement.
     var isIdle: Bool {
-        outstandingProduces.load(ordering: .relaxed) == 0 && state.withLock { $0.engine.totalLoad.inFlight == 0 }
+        records.outstanding == 0 && state.withLock { $0.engine.totalLoad.inFlight == 0 }
     }
 
     var summary: WorkerSummary { state.withLock { $0.summary } }
@@ -263,13 +259,14 @@ final class WorkerCore: Sendable {
         }
     }
 
-    /// Reasons the worker cannot deliver right now: paused apps and unreachable lanes.
+    /// Reasons the worker cannot deliver right now: paused apps, unreachable lanes and output topics
+    /// that cannot be produced to.
     func deliveryProblems() -> [String] {
         let failed = failure.withLock { $0.reason }.map { ["worker failed: \($0)"] } ?? []
         return failed + state.withLock { state in
             state.pausedApps.sorted { $0.key < $1.key }.map { "app \($0.key): \($0.value)" }
                 + state.unreachable.sorted { $0.key.rawValue < $1.key.rawValue }.map { "APNs unreachable on the \($0.key.rawValue) lane: \($0.value)" }
-        }
+        } + records.problems()
     }
 
     // MARK: Failure

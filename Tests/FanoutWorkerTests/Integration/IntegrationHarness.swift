@@ -43,14 +43,15 @@ final class IntegrationHarness: Sendable {
     let logs = LogCollector()
 
     /// The simulator trusts `trustedKey` for the key id (default: the worker's own key).
-    init(partitions: Int = 2, tokenPartitions: Int? = nil, trustWorkerKey: Bool = true) throws {
+    /// - Parameter missing: output topics (dead-letter, feedback) not to create, for startup checks.
+    init(partitions: Int = 2, tokenPartitions: Int? = nil, trustWorkerKey: Bool = true, missing: Set<String> = []) throws {
         self.partitions = partitions
         cluster = try MockKafkaCluster(brokers: 1)
         for topic in [Self.updates, Self.broadcasts] { try cluster.createTopic(topic, partitions: partitions) }
         try cluster.createTopic(Self.tokens, partitions: tokenPartitions ?? partitions)
-        try cluster.createTopic(Self.feedback, partitions: 1)
-        try cluster.createTopic(Self.deadLetters, partitions: 1)
-        try cluster.createTopic(Self.broadcasts + "-dlq", partitions: 1)
+        for topic in [Self.feedback, Self.deadLetters, Self.broadcasts + "-dlq"] where !missing.contains(topic) {
+            try cluster.createTopic(topic, partitions: 1)
+        }
         credentials = try SimulatorCredentials.generate()
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-it-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)

@@ -14,6 +14,19 @@ extension WorkerIntegration {
             #expect(error.message.contains("3") && error.message.contains("2"))
         }
 
+        /// On the mock cluster, which creates a topic on first use: the check must ask without creating it.
+        @Test(arguments: [IntegrationHarness.deadLetters, IntegrationHarness.broadcasts + "-dlq", IntegrationHarness.feedback])
+        func missingOutputTopicRefusesToStartNamingIt(_ topic: String) async throws {
+            let harness = try IntegrationHarness(partitions: 1, missing: [topic])
+            let worker = try harness.makeWorker(name: "s")
+            let error = try #require(throws: WorkerError.self) { try worker.start() }
+            #expect(error.isConfigurationError)
+            #expect(error.message.contains("'\(topic)', does not exist") && error.message.contains("Create '\(topic)'"), "\(error)")
+            // Still missing afterwards: the check did not create it.
+            let again = try #require(throws: WorkerError.self) { try harness.makeWorker(name: "s2").start() }
+            #expect(again.message.contains("'\(topic)', does not exist"))
+        }
+
         @Test func missingKeyFileIsAConfigurationError() throws {
             let harness = try IntegrationHarness(partitions: 1)
             var configuration = harness.configuration()

@@ -40,6 +40,9 @@ public final class FanoutMetrics: Sendable {
     public let tokenRegistrySize: GaugeFamily
     /// Records produced to activity-token-feedback. Labels: app, reason.
     public let feedbackRecords: CounterFamily
+    /// Failed attempts to produce a dead letter or feedback record (each is retried). Labels: topic,
+    /// kind ("permanent"|"transient", see `ProduceFailure`).
+    public let produceFailures: CounterFamily
     /// APNs configuration errors (bad key, topic, …). Labels: app, reason.
     public let appConfigErrors: CounterFamily
     /// 1 while sending for the app is stopped by a configuration error, else 0. Labels: app.
@@ -98,6 +101,9 @@ public final class FanoutMetrics: Sendable {
         tokenRegistrySize = registry.gauge("fanout_token_registry_size", help: "Activity keys with a known push token.")
         feedbackRecords = registry.counter("fanout_token_feedback_records_total",
                                            help: "Records produced to the token feedback topic, by app and APNs reason.", labels: ["app", "reason"])
+        produceFailures = registry.counter("fanout_produce_failures_total",
+                                           help: "Failed attempts to produce a dead letter or token feedback record (each is retried until acknowledged), by topic and kind (permanent: the topic is missing, not writable or refuses the record; transient: timeouts, brokers down, queue full).",
+                                           labels: ["topic", "kind"])
         appConfigErrors = registry.counter("fanout_app_config_errors_total",
                                            help: "APNs configuration errors (key, topic, environment), by app and reason.", labels: ["app", "reason"])
         appBlocked = registry.gauge("fanout_app_blocked", help: "1 while sending for the app is stopped by a configuration error.", labels: ["app"])

@@ -1,0 +1,151 @@
+import FanoutCore
+import FanoutKafka
+import Foundation
+import Synchronization
+
+/// Produces the worker's output records — dead letters to `<source topic><dlq suffix>` and token
+/// feedback to the feedback topic — and tells the caller once Kafka acknowledged each, so only
+/// then may the offsets a record covers complete.
+///
+/// A record is retried until acknowledged: after a transient failure every `retryDelay`, after a
+/// permanent one (`ProduceFailure`) with a delay doubling up to 30 × `retryDelay`. Its offsets
+/// stay incomplete meanwhile, so nothing is lost, but a topic that fails permanently is reported
+/// by `problems()` (readiness), counted in `fanout_produce_failures_total` and warned about at most
+/// once a minute, until a produce to it succeeds again. After `stop()`, a failure is logged and
+/// given up: its offsets are never committed, the next owner replays the events.
+///
+/// Threading: any thread. Acknowledgements arrive on librdkafka's background thread, retries on
+/// a queue of this type's own.
+final class RecordProducer: Sendable {
+    private let producer: KafkaProducer
+    private let deadLetters: DeadLetterProducer
+    private let feedbackTopic: String
+    private let log: Log
+    private let metrics: FanoutMetrics
+    private let clock: WorkerClock
+    private let retryDelay: Duration
+    private let health = Mutex(ProduceHealth())
+    /// Records produced and not yet acknowledged or given up (including those waiting for a retry).
+    private let unacknowledged = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
+    private let retryQueue = DispatchQueue(label: "fanout-produce-retry")
+
+    init(producer: KafkaProducer, topics: FanoutConfiguration.Topics, log: Log, metrics: FanoutMetrics, clock: WorkerClock,
+         retryDelay: Duration) {
+        self.producer = producer
+        deadLetters = DeadLetterProducer(producer: producer, topicSuffix: topics.dlqSuffix)
+        feedbackTopic = topics.activityTokenFeedback
+        self.log = log
+        self.metrics = metrics
+        self.clock = clock
+        self.retryDelay = retryDelay
+    }
+
+    /// Records not yet acknowledged (0 when every dead letter and feedback record is in Kafka).
+    var outstanding: Int { unacknowledged.load(ordering: .relaxed) }
+
+    /// The worker is shutting down: failures from now on are logged and given up, not retried.
+    func stop() { stopped.store(true, ordering: .relaxed) }
+
+    /// One line per output topic that cannot be produced to for good, naming it, the error and what to do.
+    func problems() -> [String] { health.withLock { $0.problems } }
+
+    /// Dead-letters `message` with a stable reason code; `acknowledged` runs once Kafka has it.
+    func deadLetter(_ message: KafkaMessage, reason: String, detail: String?, acknowledged: @escaping @Sendable () -> Void) {
+        let topic = deadLetters.deadLetterTopic(for: message.topic)
+        produceReliably(topic: topic, what: "dead letter for \(message.topic)/\(message.partition)/\(message.offset)", attempt: 0,
+                        send: { [deadLetters] completion in
+                            try deadLetters.deadLetter(message, reason: reason, detail: detail, completion: completion)
+                        }, acknowledged: { [metrics] in
+                            metrics.deadLetters.labels(message.topic, reason).increment()
+                            acknowledged()
+                        })
+    }
+
+    /// Produces a token feedback record keyed by the activity key; `acknowledged` runs once Kafka has it.
+    func feedback(_ feedback: TokenFeedback, acknowledged: @escaping @Sendable () -> Void) {
+        let value = Self.feedbackValue(feedback), key = Array(feedback.key.utf8), topic = feedbackTopic
+        produceReliably(topic: topic, what: "token feedback for \(feedback.key)", attempt: 0, send: { [producer] completion in
+            try producer.produce(topic: topic, key: key, value: value, completion: completion)
+        }, acknowledged: { [metrics] in
+            metrics.feedbackRecords.labels(feedback.app, feedback.reason).increment()
+            acknowledged()
+        })
+    }
+
+    /// `{key, token, app, status, reason, apns_timestamp, observed_at}` (DESIGN §2), strings escaped by `Log.appendString`.
+    static func feedbackValue(_ feedback: TokenFeedback) -> [UInt8] {
+        var json = "{\"key\":"
+        Log.appendString(feedback.key, to: &json)
+        json += ",\"token\":"
+        Log.appendString(feedback.token, to: &json)
+        json += ",\"app\":"
+        Log.appendString(feedback.app, to: &json)
+        json += ",\"status\":\(feedback.status),\"reason\":"
+        Log.appendString(feedback.reason, to: &json)
+        json += ",\"apns_timestamp\":" + (feedback.apnsTimestampMillis.map(String.init) ?? "null")
+        json += ",\"observed_at\":\(feedback.observedAt)}"
+        return Array(json.utf8)
+    }
+
+    /// - Parameter attempt: retries made so far (0 for the first try).
+    private func produceReliably(topic: String, what: String, attempt: Int,
+                                 send: @escaping @Sendable (@escaping KafkaProducer.Completion) throws -> Void,
+                                 acknowledged: @escaping @Sendable () -> Void) {
+        unacknowledged.add(1, ordering: .relaxed)
+        let retry: @Sendable (KafkaError) -> Void = { [self] error in
+            let failure = ProduceFailure(error)
+            metrics.produceFailures.labels(topic, failure.kind.rawValue).increment()
+            if stopped.load(ordering: .relaxed) {
+                log.error("record not produced before shutdown; its offsets stay uncommitted and will be replayed",
+                          ["record": .string(what), "error": .string(error.description)])
+                unacknowledged.subtract(1, ordering: .relaxed)
+                return
+            }
+            noteFailure(topic: topic, what: what, failure, error)
+            let delay = ProduceHealth.retryDelay(after: failure.kind, attempt: attempt + 1, base: retryDelay)
+            retryQueue.asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
+                unacknowledged.subtract(1, ordering: .relaxed)
+                produceReliably(topic: topic, what: what, attempt: attempt + 1, send: send, acknowledged: acknowledged)
+            }
+        }
+        do {
+            try send { [self] result in
+                switch result {
+                case .success:
+                    noteSuccess(topic: topic)
+                    acknowledged()
+                    unacknowledged.subtract(1, ordering: .relaxed)
+                case .failure(let error):
+                    retry(error)
+                }
+            }
+        } catch let error as KafkaError {
+            retry(error)
+        } catch {
+            retry(KafkaError(.produce, reason: "\(error)"))
+        }
+    }
+
+    private func noteFailure(topic: String, what: String, _ failure: ProduceFailure, _ error: KafkaError) {
+        let words = error.underlying == .noError ? error.reason : error.underlying.message
+        let now = clock.now()
+        let warning = health.withLock { $0.failed(topic: topic, failure, error: words, now: now) }
+        guard warning == .warn else { return }
+        switch failure.kind {
+        case .permanent:
+            log.warning(ProduceHealth.problem(topic: topic, ProduceHealth.Trouble(failure: failure, error: words, lastWarned: now))
+                            + "; retrying with backoff (repeated at most once a minute)",
+                        ["topic": .string(topic), "record": .string(what), "error": .string(error.description)])
+        case .transient:
+            log.warning("producing failed, retrying; the offsets it covers stay uncommitted meanwhile (repeated at most once a minute)",
+                        ["topic": .string(topic), "record": .string(what), "error": .string(error.description)])
+        }
+    }
+
+    private func noteSuccess(topic: String) {
+        guard let ended = health.withLock({ $0.succeeded(topic: topic) }) else { return }
+        log.info("producing works again: the records held back are being acknowledged and their offsets can be committed",
+                 ["topic": .string(topic), "was": .string("\(ended.failure.kind.rawValue): \(ended.error)")])
+    }
+}

@@ -1,0 +1,46 @@
+import FanoutKafka
+
+/// `fanout run` checks, before it joins the group, that every topic it writes to exists: the
+/// dead-letter topic of each source topic and the token feedback topic. Without one, every record
+/// meant for it would be retried forever and the offsets it covers never committed; better to
+/// refuse to start, naming the topic.
+///
+/// The metadata request asks for all topics (`KafkaConsumer.partitionCounts`), never for one by
+/// name, so it cannot auto-create the topic it checks: brokers with `auto.create.topics.enable`
+/// create a topic named in a metadata request that allows it, and librdkafka 2.0.2's mock cluster
+/// creates it even when the client sets `allow.auto.create.topics=false` (checked with
+/// `kcat -X test.mock.num.brokers=1 -L -t <topic>`).
+enum OutputTopicCheck {
+    struct Output: Equatable {
+        var topic: String
+        /// What it is, for the error message ("the dead-letter topic of activity-updates").
+        var role: String
+        /// The setting that names it, and what it holds back when missing.
+        var setting: String
+        var consequence: String
+    }
+
+    static func outputs(of topics: FanoutConfiguration.Topics) -> [Output] {
+        [topics.activityUpdates, topics.broadcastUpdates].map { source in
+            Output(topic: topics.deadLetterTopic(for: source), role: "the dead-letter topic of \(source)",
+                   setting: "kafka.topics.dlq_suffix", consequence: "every invalid event of \(source)")
+        } + [Output(topic: topics.activityTokenFeedback, role: "the token feedback topic", setting: "kafka.topics.activity_token_feedback",
+                    consequence: "every event whose token APNs reports gone")]
+    }
+
+    /// Blocking (one metadata request per output topic, each up to `timeout`).
+    static func check(_ topics: FanoutConfiguration.Topics, using consumer: KafkaConsumer, timeout: Duration) throws(WorkerError) {
+        for output in outputs(of: topics) {
+            do {
+                _ = try consumer.partitionCounts(of: [output.topic], timeout: timeout)
+            } catch let error as KafkaError where error.code == .topicNotFound {
+                let problem = error.underlying == .unknownTopicOrPartition
+                    ? "does not exist on the cluster" : "cannot be used: \(error.underlying.message)"
+                throw WorkerError(.configuration,
+                                  "kafka.topics: \(output.role), '\(output.topic)', \(problem); Fanout would hold back the offsets of \(output.consequence) until it can write there. Create '\(output.topic)' (any partition count) and grant the worker write access, or set \(output.setting) to the topic you use")
+            } catch {
+                throw WorkerError.kafka(error, while: "reading topic metadata")
+            }
+        }
+    }
+}
