@@ -11,8 +11,7 @@ import Synchronization
 /// (`PartitionActions`): follow a token partition, pause or resume fetching, commit, hand a drained
 /// revoke back. It decides nothing about when a partition may send, pauses, or commits.
 ///
-/// Commits run on a queue of their own (`CommitQueue`): one unanswered for 40 s holds back nothing
-/// but the next commit.
+/// Commits never wait (`OffsetCommitter`): one unanswered for 40 s holds back nothing but the next commit.
 final class IntakeService: PartitionActions {
     struct State: Sendable {
         /// What the group assigned (facts from the rebalance callback): records of other partitions are not fed.
@@ -41,7 +40,7 @@ final class IntakeService: PartitionActions {
     let tokens: TokenFollower
     private let core: WorkerCore
     private let relay: Relay
-    private let commits: CommitQueue
+    private let commits: OffsetCommitter
     let state = Mutex(State())
     /// Signalled whenever the engine drains a revoke (`revokeDrained`).
     private let drainSignal = DispatchSemaphore(value: 0)
@@ -63,7 +62,7 @@ final class IntakeService: PartitionActions {
         }
         self.core = core
         self.relay = relay
-        commits = CommitQueue(consumer: consumer, core: core) { relay.get()?.committed($0) }
+        commits = OffsetCommitter(consumer: consumer, core: core)
         gaugeInterval = settings.configuration.kafka.commitInterval
         relay.set(self)
         core.setPartitionActions(self)
@@ -141,6 +140,7 @@ final class IntakeService: PartitionActions {
                 core.fail("the Kafka consumer failed, intake stopped (restart the worker): \(error)")
                 return
             }
+            if !batch.commitAnswers.isEmpty { committed(commits.answered(batch.commitAnswers)) }
             for error in batch.errors {
                 if error.code == .commit { core.metrics.commits.labels("failed").increment() }
                 log.warning("Kafka consumer error", ["error": .string(error.description)])
@@ -183,8 +183,10 @@ final class IntakeService: PartitionActions {
         if !core.isIdle {
             core.log.warning("shutdown timeout reached with sends or produces still outstanding; their offsets stay uncommitted and will be replayed")
         }
-        commits.commitNow(core.uncommittedPoints())
+        let final = core.uncommittedPoints()
+        if commits.commitNow(final) { committed(final) }
         closeConsumer()
+        _ = commits.answered(consumer.drainCommitAnswers())  // the last answers, `.closed` ones included
     }
 
     /// Bound on leaving the group after the final commit: past it the worker exits anyway and the
@@ -239,7 +241,7 @@ final class IntakeService: PartitionActions {
     }
 
     /// A commit Kafka acknowledged: the lag gauge counts from it.
-    func committed(_ points: [CommitPoint]) {
+    private func committed(_ points: [CommitPoint]) {
         state.withLock { state in
             for point in points {
                 let tp = TopicPartition(point.partition.topic, point.partition.partition)

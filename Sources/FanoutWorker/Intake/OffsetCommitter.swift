@@ -1,0 +1,96 @@
+import FanoutCore
+import FanoutKafka
+import Synchronization
+
+/// Executes the engine's `.commit` actions without ever waiting for Kafka (`commitAsync`): a commit
+/// the coordinator takes 40 s to answer (a rebalance in progress) stops nothing — not decoding,
+/// deciding, sending, nor the poll loop, which brings the answer back (`answered`).
+///
+/// At most one commit is outstanding; points the engine hands out meanwhile wait in `next` (the
+/// newest point per partition wins), so memory stays one entry per partition however long Kafka
+/// takes. Every answer goes back to the engine (`WorkerCore.commitAnswered`): refused points are
+/// offered again at its next commit interval.
+final class OffsetCommitter: Sendable {
+    private struct State: Sendable {
+        var outstanding: KafkaCommitID?
+        var next: [PartitionID: Int64] = [:]
+    }
+
+    private let consumer: KafkaConsumer
+    private let core: WorkerCore
+    private let state = Mutex(State())
+
+    init(consumer: KafkaConsumer, core: WorkerCore) {
+        self.consumer = consumer
+        self.core = core
+    }
+
+    /// Commits `points` now, or as soon as the outstanding commit is answered. Any thread.
+    func enqueue(_ points: [CommitPoint]) {
+        guard !points.isEmpty else { return }
+        let send: [CommitPoint]? = state.withLock { state in
+            for point in points { state.next[point.partition] = max(point.offset, state.next[point.partition] ?? .min) }
+            guard state.outstanding == nil else { return nil }
+            return takeNext(&state)
+        }
+        if let send { start(send) }
+    }
+
+    /// Answers from the poll batch (the intake thread). Returns the points Kafka now holds.
+    func answered(_ answers: [KafkaCommitAnswer]) -> [CommitPoint] {
+        var held: [CommitPoint] = []
+        for answer in answers {
+            let points = answer.offsets.map { CommitPoint(partition: $0.key.partitionID, offset: $0.value) }
+            let stored = answer.committed
+            let failed = Set(answer.offsets.keys.filter { stored[$0] == nil }.map(\.partitionID))
+            core.commitAnswered(points, failed: failed)
+            core.metrics.commits.labels(failed.isEmpty ? "ok" : "failed").increment()
+            if let error = answer.error, error.code != .closed {
+                core.log.warning("offset commit refused; the engine offers it again with the next", ["error": .string(error.description)])
+            }
+            held += points.filter { !failed.contains($0.partition) }
+            let send: [CommitPoint]? = state.withLock { state in
+                guard state.outstanding == answer.id else { return nil }
+                state.outstanding = nil
+                return takeNext(&state)
+            }
+            if let send { start(send) }
+        }
+        return held
+    }
+
+    /// Blocking, on the caller's thread: the final commit at shutdown. Returns whether Kafka took it.
+    @discardableResult
+    func commitNow(_ points: [CommitPoint]) -> Bool {
+        guard !points.isEmpty else { return true }
+        do {
+            try consumer.commit(Dictionary(uniqueKeysWithValues: points.map { ($0.partition.topicPartition, $0.offset) }))
+            core.metrics.commits.labels("ok").increment()
+            core.commitAnswered(points, failed: [])
+            return true
+        } catch {
+            core.metrics.commits.labels("failed").increment()
+            core.commitAnswered(points, failed: Set(points.map(\.partition)))
+            core.log.warning("final offset commit failed; the next owner replays from the previous commit", ["error": .string("\(error)")])
+            return false
+        }
+    }
+
+    private func takeNext(_ state: inout State) -> [CommitPoint]? {
+        guard !state.next.isEmpty else { return nil }
+        defer { state.next.removeAll(keepingCapacity: true) }
+        return state.next.map { CommitPoint(partition: $0.key, offset: $0.value) }
+    }
+
+    private func start(_ points: [CommitPoint]) {
+        do {
+            let id = try consumer.commitAsync(Dictionary(uniqueKeysWithValues: points.map { ($0.partition.topicPartition, $0.offset) }))
+            state.withLock { $0.outstanding = id }
+        } catch {
+            // Not started (the consumer closed, or librdkafka refused): no answer will come.
+            core.metrics.commits.labels("failed").increment()
+            core.commitAnswered(points, failed: Set(points.map(\.partition)))
+            core.log.warning("offset commit could not start; the engine offers it again with the next", ["error": .string("\(error)")])
+        }
+    }
+}
