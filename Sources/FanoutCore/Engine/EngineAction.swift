@@ -97,6 +97,12 @@ public enum EngineAction: Sendable, Hashable {
     /// The probe succeeded: the app's configuration works again.
     case resumeApp(app: String)
 
+    /// Every send of `lane` has failed lane-wide (no HTTP answer, or 5xx) since `since` for longer than
+    /// `laneFailingAfter`: report not ready with `reason` (the last failure). Said once per episode.
+    case laneFailing(lane: Lane, since: Nanoseconds, reason: String)
+    /// APNs answered the failing lane over HTTP again.
+    case laneRecovered(lane: Lane, after: Nanoseconds)
+
     // The partition lifecycle (DESIGN.md §4 "Who decides"): the worker executes these and reports back.
 
     /// Read partition `partition` of activity-tokens from the beginning and apply it live; report

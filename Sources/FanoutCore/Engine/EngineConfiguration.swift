@@ -36,6 +36,9 @@ public struct EngineConfiguration: Sendable {
     /// During the outage each lane keeps one retry due at least every `max(recoveryRamp, 1 s)` (a probe),
     /// so the recovery is noticed even when every backoff grew long.
     public var recoveryRamp: Nanoseconds = .seconds(10)
+    /// A lane whose every send has failed lane-wide (no HTTP answer, or 5xx) for this long is reported
+    /// failing (`.laneFailing`: the worker is not ready); the first HTTP answer reports it recovered.
+    public var laneFailingAfter: Nanoseconds = .seconds(30)
     /// How often a paused app (configuration error) is probed with one send.
     public var configProbeInterval: Nanoseconds = .seconds(60)
 
@@ -95,6 +98,7 @@ extension EngineConfiguration {
         try require(backoffBase > 0, "backoff_base", "must be positive")
         try require(backoffCap >= backoffBase, "backoff_cap", "must be at least backoff_base")
         try require(recoveryRamp >= 0, "recovery_ramp", "must not be negative (0 retries every backed-off target at once)")
+        try require(laneFailingAfter > 0, "apns.lane_failing_after", "must be positive")
         try require(configProbeInterval > 0, "config_probe_interval", "must be positive: a paused app is probed this often")
         try require(maxIncompletePerPartition > 1, "max_pending_per_partition", "must be above 1")
         try require(maxInFlightPerPartition > 1, "max_in_flight_per_partition", "must be above 1")

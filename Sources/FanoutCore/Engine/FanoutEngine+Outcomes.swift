@@ -59,11 +59,14 @@ extension FanoutEngine {
                        detail: "APNs \(status) \(reason)", target: targets[index].key, app: apps[Int(appIndex)], into: &actions)
             configurationWorks(appIndex, send: sendID, now: now, into: &actions)
 
-        case let .retry(_, status, after):
+        case let .retry(reason, status, after):
             backOff(index, suggested: after.map { Nanoseconds($0) }, now: now)
             // Lane-wide failures (no HTTP answer, 5xx) without a retry-after: recovered early when the
             // lane answers again. A 429 is about this token or topic and keeps its own backoff.
-            if after == nil, status.map({ $0 >= 500 }) ?? true { listOutageBackoff(index, now: now) }
+            if status.map({ $0 >= 500 }) ?? true {
+                laneFailed(targets[index].lane.slot, reason: status.map { "APNs \($0) \(reason)" } ?? reason, now: now, into: &actions)
+                if after == nil { listOutageBackoff(index, now: now) }
+            }
             requeue(send.update, slot: send.slot, into: &actions)
             if send.isProbe { probeFailed(appIndex, now: now) }
 
@@ -88,9 +91,36 @@ extension FanoutEngine {
         case .delivered, .tokenGone, .badPayload:
             // APNs answered this lane over HTTP: it is reachable again.
             let lane = targets[index].lane.slot
+            laneAnswered(lane, now: now, into: &actions)
             if !outageBackoffs[lane].isEmpty { recoverLane(lane, now: now, into: &actions) }
         case .retry, .refreshAuth, .configError:
             break
+        }
+    }
+
+    /// A lane-wide failure: the lane's failing episode starts (or goes on); reported once it lasted
+    /// `laneFailingAfter`.
+    private mutating func laneFailed(_ lane: Int, reason: String, now: Nanoseconds, into actions: inout [EngineAction]) {
+        if laneFailingSince[lane] == nil { laneFailingSince[lane] = now }
+        laneLastFailure[lane] = reason
+        reportFailingLanes(now: now, into: &actions)
+    }
+
+    private mutating func laneAnswered(_ lane: Int, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let since = laneFailingSince[lane] else { return }
+        laneFailingSince[lane] = nil
+        if laneFailingReported[lane] {
+            laneFailingReported[lane] = false
+            actions.append(.laneRecovered(lane: Lane.allCases[lane], after: now - since))
+        }
+    }
+
+    /// Says `.laneFailing` for each lane whose failing episode has lasted `laneFailingAfter` (once).
+    mutating func reportFailingLanes(now: Nanoseconds, into actions: inout [EngineAction]) {
+        for lane in 0..<2 where !laneFailingReported[lane] {
+            guard let since = laneFailingSince[lane], now - since >= configuration.laneFailingAfter else { continue }
+            laneFailingReported[lane] = true
+            actions.append(.laneFailing(lane: Lane.allCases[lane], since: since, reason: laneLastFailure[lane]))
         }
     }
 

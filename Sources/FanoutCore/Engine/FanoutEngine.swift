@@ -58,6 +58,11 @@ public struct FanoutEngine: Sendable {
     /// Partitions in `closing` (so `tick` looks for overdue drains only when there are some).
     var closingCount = 0
     var nextCommitAt: Nanoseconds = .min
+    /// Per lane: since when every send failed lane-wide (nil: the last answer came over HTTP), the
+    /// last failure, and whether `.laneFailing` was said for this episode.
+    var laneFailingSince: [Nanoseconds?] = [nil, nil]
+    var laneLastFailure = ["", ""]
+    var laneFailingReported = [false, false]
 
     public init(configuration: EngineConfiguration = EngineConfiguration()) {
         self.configuration = configuration
@@ -201,6 +206,7 @@ public struct FanoutEngine: Sendable {
         probePausedApps(now: now, into: &actions)
         drainOverdue(now: now, into: &actions)
         commitIfDue(now: now, into: &actions)
+        reportFailingLanes(now: now, into: &actions)
         if nextSweepAt == Int64.min {
             nextSweepAt = now + configuration.sweepInterval
         } else if now >= nextSweepAt {
@@ -218,6 +224,9 @@ public struct FanoutEngine: Sendable {
         }
         if !slotByKey.isEmpty && nextSweepAt != Int64.min { deadline = min(deadline ?? nextSweepAt, nextSweepAt) }
         if let drain = nextDrainDeadline { deadline = min(deadline ?? drain, drain) }
+        for lane in 0..<2 where !laneFailingReported[lane] {
+            if let since = laneFailingSince[lane] { deadline = min(deadline ?? .max, since + configuration.laneFailingAfter) }
+        }
         if configuration.commitInterval != nil && nextCommitAt != .min && !partitionSlotByID.isEmpty {
             deadline = min(deadline ?? nextCommitAt, nextCommitAt)
         }

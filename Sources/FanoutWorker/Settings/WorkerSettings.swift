@@ -100,6 +100,7 @@ struct WorkerSettings: Sendable {
         e.resumeRatio = c.backpressure.resumeRatio
         e.commitInterval = nanoseconds(c.kafka.commitInterval)
         e.revokeDrainTimeout = nanoseconds(options.revokeDrainTimeout)
+        e.laneFailingAfter = nanoseconds(c.apns.laneFailingAfter)
         // Broadcast expiration follows each channel's storage policy, looked up through channel management.
         e.broadcastExpirationImmediate = false
         e.randomSeed = options.randomSeed ?? UInt64.random(in: 1...UInt64.max)

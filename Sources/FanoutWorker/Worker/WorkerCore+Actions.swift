@@ -63,6 +63,13 @@ extension WorkerCore {
                 partitionActions?.revokeDrained(partition, commit: point)
             case .lookUpChannelPolicy(let app, let channel):
                 work.append(contentsOf: lookUpChannelPolicy(app: app, channel: channel))
+            case .laneFailing(let lane, let since, let reason):
+                state.withLock { $0.failingLanes[lane] = (since, reason) }
+                log.warning("every APNs send on this lane has failed for a while: not ready until APNs answers again; sends are retried with backoff and nothing is dropped",
+                            ["lane": .string(lane.rawValue), "failing_for": .duration(.nanoseconds(clock.now() - since)), "last_failure": .string(reason)])
+            case .laneRecovered(let lane, let after):
+                state.withLock { $0.failingLanes[lane] = nil }
+                log.info("APNs answers this lane again", ["lane": .string(lane.rawValue), "failed_for": .duration(.nanoseconds(after))])
             }
         }
         wakeTicker()
@@ -127,13 +134,6 @@ extension WorkerCore {
         let now = clock.now()
         var actions: [EngineAction] = []
         state.withLock { state in
-            if let result {
-                if result.status != nil {
-                    state.unreachable[send.lane] = nil
-                } else if let failure = result.transportFailure {
-                    state.unreachable[send.lane] = failure
-                }
-            }
             if case .delivered = outcome {
                 state.summary.delivered[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
                 state.summary.coalesced += max(0, send.coveredOffsets.count - 1)

@@ -16,8 +16,8 @@ final class WorkerCore: Sendable {
         /// App → reason, while APNs says its configuration is wrong.
         var pausedApps: [String: String] = [:]
         var retained: [PartitionID: RetainedMessages] = [:]
-        /// Per lane: why APNs is unreachable (the last answer was a transport failure), or nil.
-        var unreachable: [Lane: String] = [:]
+        /// Per lane the engine reported failing: since when (UNIX ns) and the last failure.
+        var failingLanes: [Lane: (since: Nanoseconds, reason: String)] = [:]
     }
 
     let state: Mutex<State>
@@ -259,13 +259,16 @@ final class WorkerCore: Sendable {
         }
     }
 
-    /// Reasons the worker cannot deliver right now: paused apps, unreachable lanes and output topics
+    /// Reasons the worker cannot deliver right now: paused apps, failing lanes and output topics
     /// that cannot be produced to.
     func deliveryProblems() -> [String] {
+        let now = clock.now()
         let failed = failure.withLock { $0.reason }.map { ["worker failed: \($0)"] } ?? []
         return failed + state.withLock { state in
             state.pausedApps.sorted { $0.key < $1.key }.map { "app \($0.key): \($0.value)" }
-                + state.unreachable.sorted { $0.key.rawValue < $1.key.rawValue }.map { "APNs unreachable on the \($0.key.rawValue) lane: \($0.value)" }
+                + state.failingLanes.sorted { $0.key.rawValue < $1.key.rawValue }.map { lane, failure in
+                    "every APNs send on the \(lane.rawValue) lane has failed for \((now - failure.since) / Nanoseconds.nanosecondsPerSecond) s (last: \(failure.reason))"
+                }
         } + records.problems()
     }
 

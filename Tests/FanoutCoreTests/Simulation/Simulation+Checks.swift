@@ -36,6 +36,10 @@ extension Simulation {
                 fetchPaused.subtract(partitions)
             case let .revokeDrained(_, point):
                 if let point { try checkCommit(point) }
+            case .laneFailing:
+                stats.laneFailures += 1
+            case .laneRecovered:
+                break
             case .followTokens, .unfollowTokens:
                 break  // assign() schedules the catch-up; the simulated token API needs no unfollow
             case .commit, .lookUpChannelPolicy:

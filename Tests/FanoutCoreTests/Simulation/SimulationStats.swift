@@ -13,6 +13,8 @@ struct SimulationStats: CustomStringConvertible {
     var resumes = 0
     /// Partitions paused by backpressure (`.pauseFetching`).
     var fetchPauses = 0
+    /// Lanes reported failing (`.laneFailing`).
+    var laneFailures = 0
     var revokes = 0
     var crashes = 0
     var drops: [String: Int] = [:]
@@ -40,6 +42,7 @@ struct SimulationStats: CustomStringConvertible {
         pauses += other.pauses
         resumes += other.resumes
         fetchPauses += other.fetchPauses
+        laneFailures += other.laneFailures
         revokes += other.revokes
         crashes += other.crashes
         drops.merge(other.drops, uniquingKeysWith: +)
@@ -49,7 +52,7 @@ struct SimulationStats: CustomStringConvertible {
 
     var description: String {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
-            + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) revokes=\(revokes) crashes=\(crashes) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) revokes=\(revokes) crashes=\(crashes) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }

@@ -211,12 +211,13 @@ extension FanoutConfiguration {
         let timeout = r.duration("request_timeout", default: .seconds(10), range: .seconds(1)...(.seconds(120)))
         let refresh = r.duration("jwt_refresh_interval", default: .seconds(50 * 60), range: .seconds(20 * 60)...(.seconds(60 * 60)),
                                  why: " (Apple: refresh no more than once every 20 minutes and at least once every 60)")
+        let failingAfter = r.duration("lane_failing_after", default: .seconds(30), range: .seconds(1)...(.seconds(3600)))
         let transport = r.choice("transport", default: APNsClientConfiguration.Transport.nghttp2)
         let activity = readLane(r.child("activity"), connections: 2, maxInFlight: 1000, maxQueued: 10_000)
         let broadcast = readLane(r.child("broadcast"), connections: 1, maxInFlight: 200, maxQueued: 2000)
         r.finish()
         return APNs(baseURL: base, managementBaseURL: management, caFile: ca, port: port, requestTimeout: timeout,
-                    jwtRefreshInterval: refresh, transport: transport, activity: activity, broadcast: broadcast)
+                    laneFailingAfter: failingAfter, jwtRefreshInterval: refresh, transport: transport, activity: activity, broadcast: broadcast)
     }
 
     private static func checkURL(_ text: String, key: String, context: ConfigReadContext, source: ConfigSource?) {

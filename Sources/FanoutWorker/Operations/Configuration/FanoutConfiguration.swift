@@ -101,6 +101,8 @@ public struct FanoutConfiguration: Sendable, Equatable {
         /// 443 or 2197, for Apple's hosts (ignored when `baseURL` is set: it carries its own port).
         public var port: Int
         public var requestTimeout: Duration
+        /// A lane whose every send fails (no HTTP answer, or 5xx) for this long makes `/readyz` not ready.
+        public var laneFailingAfter: Duration
         /// Age at which the shared ES256 JWT is replaced; Apple requires 20…60 minutes.
         public var jwtRefreshInterval: Duration
         /// The HTTP/2 implementation under every APNs client: `nghttp2` (default: PINGs idle
