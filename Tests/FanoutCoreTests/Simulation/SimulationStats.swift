@@ -13,6 +13,10 @@ struct SimulationStats: CustomStringConvertible {
     var resumes = 0
     var revokes = 0
     var crashes = 0
+    /// Pushes that reached a device while Fanout saw a failure (written, answer lost).
+    var ambiguousDeliveries = 0
+    /// Ends dead-lettered because their activity may have started and no activity token arrived.
+    var endsOfPossiblyStartedDeadLettered = 0
     var drops: [String: Int] = [:]
     var deadLetters: [String: Int] = [:]
     var outcomes: [String: Int] = [:]
@@ -39,6 +43,8 @@ struct SimulationStats: CustomStringConvertible {
         resumes += other.resumes
         revokes += other.revokes
         crashes += other.crashes
+        ambiguousDeliveries += other.ambiguousDeliveries
+        endsOfPossiblyStartedDeadLettered += other.endsOfPossiblyStartedDeadLettered
         drops.merge(other.drops, uniquingKeysWith: +)
         deadLetters.merge(other.deadLetters, uniquingKeysWith: +)
         outcomes.merge(other.outcomes, uniquingKeysWith: +)
@@ -46,7 +52,8 @@ struct SimulationStats: CustomStringConvertible {
 
     var description: String {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
-            + "pauses=\(pauses) resumes=\(resumes) revokes=\(revokes) crashes=\(crashes) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "pauses=\(pauses) resumes=\(resumes) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) "
+            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }
