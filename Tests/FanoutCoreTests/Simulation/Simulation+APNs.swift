@@ -33,6 +33,10 @@ extension Simulation {
                 resolutions.append((now + random.between(1_000_000, 100_000_000), record.resolution, nil, sources, .resolved))
             case let .dropped(source, reason):
                 stats.drops[reason.rawValue, default: 0] += 1
+                if reason == .endedBeforeStart, let target = workload.logs[source.partition]?[Int(source.offset)].event.target,
+                   let startEpoch = startReachedInEpoch[target], startEpoch != epoch[source.partition, default: 0] {
+                    cancelledAfterHandoff.insert(target)
+                }
                 markDone(source, .dropped(reason))
             case .pauseApp:
                 stats.pauses += 1
@@ -114,6 +118,9 @@ extension Simulation {
         if case .delivered = flight.outcome { acknowledged = true }
         if !acknowledged { stats.ambiguousDeliveries += 1 }
         device.received(request, acknowledged: acknowledged)
+        if request.event.kind == .start && startReachedInEpoch[request.target] == nil {
+            startReachedInEpoch[request.target] = epoch[request.partition, default: 0]
+        }
         if request.event.kind == .start, let delay = workload.tokenDelayAfterStart[request.target], let delay {
             let token = "tok-\(request.target)-started-\(request.event.timestamp)"
             tokenEvents.append((now + delay, request.target, token, request.event.timestamp))

@@ -6,6 +6,8 @@ import APNsModel
 struct Simulation {
     struct Violation: Error, CustomStringConvertible {
         var description: String
+        /// A failure the engine cannot avoid yet, named (see `SimulationTests`).
+        var knownIssue: String?
     }
 
     enum Done { case delivered, resolved, dropped(DropReason) }
@@ -35,6 +37,10 @@ struct Simulation {
     var committed: [PartitionID: Int64] = [:]
     var watches: [String: TargetWatch] = [:]
     var device = DeviceView()
+    /// Ownership epoch of its partition in which each activity's start first reached its device.
+    var startReachedInEpoch: [String: Int] = [:]
+    /// Activities whose start reached the device under one owner and whose end a later owner cancelled.
+    var cancelledAfterHandoff: Set<String> = []
     var pushToStartBudgets: [String: PriorityBudgetModel] = [:]
     var flights: [UInt64: Flight] = [:]
     var resolutions: [(at: Nanoseconds, id: ResolutionID?, rejected: EventSource?, sources: [EventSource], kind: Done)] = []
