@@ -11,6 +11,10 @@ struct PendingUpdate: Sendable {
     var forcedMajor: Bool
     /// The newest event said `importance: minor` explicitly.
     var explicitMinor: Bool
+    /// aps.timestamp of the first start sent for this state without a 200 in answer, or nil when its start
+    /// was never sent. Such a start may have reached the device (the answer can be lost after the
+    /// request was written), so it is never cancelled by its end.
+    var startAttemptTimestamp: Int64?
 
     init(event: ActivityEvent, summary: ContentSummary, offset: Int64) {
         self.event = event
@@ -31,10 +35,18 @@ struct PendingUpdate: Sendable {
     }
 
     /// Result of folding a newer state into an older one.
-    enum Merge {
+    enum Merge: Equatable {
         case merged
-        /// A start that was never delivered met its end: nothing to show, everything is done.
+        /// A start that was never sent met its end: nothing to show, everything is done.
         case cancelled
+        /// A start that was sent without a 200 met its end: the end replaces it and must reach the
+        /// activity's own token (registered at or after `startTimestamp`), as the device may show the activity.
+        case endsPossiblyStartedActivity(startTimestamp: Int64)
+    }
+
+    /// Marks a start as sent without a 200 (before it is put back as pending).
+    mutating func startWasAttempted() {
+        if event.kind == .start && startAttemptTimestamp == nil { startAttemptTimestamp = event.timestamp }
     }
 
     /// Folds `newer` (a later state of the same target) into `self`.
@@ -57,7 +69,15 @@ struct PendingUpdate: Sendable {
         forcedMajor newerForcedMajor: Bool, explicitMinor newerExplicitMinor: Bool
     ) -> Merge {
         if let offset { offsets.append(offset) }
-        if event.kind == .start && newer.kind == .end { return .cancelled }
+        if event.kind == .start && newer.kind == .end {
+            guard let startTimestamp = startAttemptTimestamp else { return .cancelled }
+            // The start's alert announced the start (and may have been shown): the end does not repeat it.
+            event = newer
+            summary = newerSummary
+            forcedMajor = true
+            explicitMinor = false
+            return .endsPossiblyStartedActivity(startTimestamp: startTimestamp)
+        }
         let keptAlert = event.alert
         if event.kind == .start && newer.kind == .update {
             // The activity does not exist yet: the start must still be sent, now carrying the newer state.

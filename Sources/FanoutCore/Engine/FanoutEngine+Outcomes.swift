@@ -67,18 +67,18 @@ extension FanoutEngine {
                 laneFailed(targets[index].lane.slot, reason: status.map { "APNs \($0) \(reason)" } ?? reason, now: now, into: &actions)
                 if after == nil { listOutageBackoff(index, now: now) }
             }
-            requeue(send.update, slot: send.slot, into: &actions)
+            requeue(send.update, slot: send.slot)
             if send.isProbe { probeFailed(appIndex, now: now) }
 
         case .refreshAuth:
             // The transport mints a new JWT on its own; retry after a (jittered) backoff so a broken
             // key cannot turn into a tight loop.
             backOff(index, suggested: nil, now: now)
-            requeue(send.update, slot: send.slot, into: &actions)
+            requeue(send.update, slot: send.slot)
             if send.isProbe { probeFailed(appIndex, now: now) }
 
         case let .configError(reason, status):
-            requeue(send.update, slot: send.slot, into: &actions)
+            requeue(send.update, slot: send.slot)
             if paused[appIndex] == nil {
                 paused[appIndex] = PausedApp(reason: "APNs \(status) \(reason)", probeAt: now + configuration.configProbeInterval)
                 actions.append(.pauseApp(app: apps[Int(appIndex)], reason: "APNs \(status) \(reason)"))
@@ -179,21 +179,23 @@ extension FanoutEngine {
     }
 
     /// Puts an undelivered state back as pending; a newer pending state wins, keeping the offsets.
-    private mutating func requeue(_ update: PendingUpdate, slot: Int32, into actions: inout [EngineAction]) {
+    /// A start put back may have reached the device: it is marked, so its end is sent, not cancelled.
+    private mutating func requeue(_ update: PendingUpdate, slot: Int32) {
+        var merged = update
+        merged.startWasAttempted()
         guard let newer = targets[Int(slot)].pending.take() else {
-            targets[Int(slot)].pending = update
+            targets[Int(slot)].pending = merged
             return
         }
-        var merged = update
         switch merged.absorb(newer) {
         case .merged:
-            targets[Int(slot)].pending = merged
+            break
         case .cancelled:
-            targets[Int(slot)].ended = true
-            for offset in merged.offsets {
-                drop(offset, partitionSlot: targets[Int(slot)].partitionSlot, reason: .endedBeforeStart, into: &actions)
-            }
+            preconditionFailure("a start that was sent is marked attempted, so its end never cancels it")
+        case let .endsPossiblyStartedActivity(startTimestamp):
+            targets[Int(slot)].tokenNotBefore = max(targets[Int(slot)].tokenNotBefore, startTimestamp)
         }
+        targets[Int(slot)].pending = merged
     }
 
     /// A send of the app got an answer that proves its credentials and topic work: resume it.

@@ -158,9 +158,11 @@ extension FanoutEngine {
         guard let update = targets[index].pending.take() else { return }
         targets[index].tokenWaitSince = -1
         if update.event.kind == .end { targets[index].ended = true }
+        let possiblyStarted = update.event.kind == .end && update.startAttemptTimestamp != nil
         deadLetter(update.offsets, partitionSlot: targets[index].partitionSlot, reason: .noToken,
                    detail: "no usable push token for activity '\(targets[index].key)' within \(configuration.tokenWait / 1_000_000) ms"
-                       + (why.map { ": \($0)" } ?? ""),
+                       + (why.map { ": \($0)" } ?? "")
+                       + (possiblyStarted ? "; its start may have been delivered (APNs never answered it with 200) and no activity token arrived to end it, so the activity may stay on the Lock Screen" : ""),
                    target: targets[index].key, app: apps[Int(targets[index].appIndex)], into: &actions)
     }
 

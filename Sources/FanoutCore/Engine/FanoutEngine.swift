@@ -136,13 +136,18 @@ public struct FanoutEngine: Sendable {
         let summary = profiles[Int(targets[index].profileIndex)].summarize(event.contentFields)
         if targets[index].pending != nil {
             // In place: the pending state is not copied.
-            if targets[index].pending!.absorb(event, summary: summary, offset: source.offset) == .cancelled {
+            switch targets[index].pending!.absorb(event, summary: summary, offset: source.offset) {
+            case .merged:
+                break
+            case .cancelled:
                 let offsets = targets[index].pending.take()!.offsets
                 targets[index].ended = true
                 for offset in offsets {
                     drop(offset, partitionSlot: partitionSlot, reason: .endedBeforeStart, into: &actions)
                 }
                 return
+            case let .endsPossiblyStartedActivity(startTimestamp):
+                targets[index].tokenNotBefore = max(targets[index].tokenNotBefore, startTimestamp)
             }
         } else {
             targets[index].pending = PendingUpdate(event: event, summary: summary, offset: source.offset)

@@ -27,13 +27,16 @@ import Testing
         var send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
         for _ in 0..<12 {
             h.complete(send, .retry(reason: "ServiceUnavailable", status: 503, after: nil))
-            let deadline = h.engine.nextDeadline()
-            let delay = try #require(deadline) - h.now
-            #expect(delay <= 8 * sec)
-            h.advance(delay)
+            let failedAt = h.now
+            // The next timer may be another (the lane reported failing after 30 s): wait for the retry.
+            while h.actions.sends.last?.sendID == send.sendID {
+                h.advance(try #require(h.engine.nextDeadline()) - h.now)
+            }
+            #expect(h.now - failedAt <= 8 * sec)
             send = try #require(h.actions.sends.last)
         }
         #expect(h.actions.sends.count == 13)
+        #expect(h.actions.contains { if case .laneFailing(.activity, _, _) = $0 { true } else { false } })
     }
 
     /// After an outage, backed-off targets must not each wait out a backoff that grew toward the cap:
@@ -299,5 +302,50 @@ import Testing
         var actions: [EngineAction] = []
         h.engine.regulate(now: h.now, into: &actions)
         #expect(actions == [.pauseFetching([broadcastPartition])])
+    }
+}
+
+/// When a lane counts as failing: every send failing lane-wide for `laneFailingAfter`, said once per
+/// episode; a 429 or a configuration error is not a lane failure; the first HTTP answer ends it.
+@Suite struct LaneHealthTests {
+    private func failing(_ actions: [EngineAction]) -> [String] {
+        actions.compactMap { if case let .laneFailing(lane, _, reason) = $0 { "\(lane.rawValue): \(reason)" } else { nil } }
+    }
+
+    @Test func aLaneFailingForTheConfiguredTimeIsReportedOnceAndItsRecoveryOnce() throws {
+        var configuration = EngineConfiguration()
+        configuration.laneFailingAfter = 10 * sec
+        configuration.backoffBase = sec
+        configuration.backoffCap = 2 * sec
+        var h = Harness(configuration: configuration)
+        var send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        let started = h.now
+        while h.now - started < 25 * sec {
+            h.complete(send, .retry(reason: "connection reset", status: nil, after: nil))
+            while h.actions.sends.last?.sendID == send.sendID {
+                h.advance(try #require(h.engine.nextDeadline()) - h.now)
+            }
+            send = try #require(h.actions.sends.last)
+        }
+        #expect(failing(h.actions) == ["activity: connection reset"], "said once, with the last failure")
+        let recovered = h.complete(send)
+        #expect(recovered.contains { if case .laneRecovered(.activity, _) = $0 { true } else { false } })
+        #expect(!h.complete(send).contains { if case .laneRecovered = $0 { true } else { false } }, "once")
+    }
+
+    @Test func throttlingAndShortFailuresAreNotALaneFailure() throws {
+        var configuration = EngineConfiguration()
+        configuration.laneFailingAfter = 10 * sec
+        var h = Harness(configuration: configuration)
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.complete(first, .retry(reason: "TooManyRequests", status: 429, after: nil))
+        h.advance(60 * sec)
+        #expect(failing(h.actions).isEmpty, "a 429 is about one token")
+        let second = try #require(h.actions.sends.last)
+        h.complete(second, .retry(reason: "ServiceUnavailable", status: 503, after: nil))
+        let third = try #require(h.advance(h.engine.nextDeadline()! - h.now).sends.last)
+        h.complete(third)
+        h.advance(60 * sec)
+        #expect(failing(h.actions).isEmpty, "answered over HTTP before the time passed")
     }
 }

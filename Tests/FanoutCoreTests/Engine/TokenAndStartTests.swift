@@ -112,5 +112,37 @@ import Testing
         h.feed(makeEvent("s2", target: "k2", kind: .start, timestamp: 100, alert: true, token: tokenB))
         let actions = h.feed(makeEvent("e2", target: "k2", kind: .end, timestamp: 101))
         #expect(actions.drops == [.endedBeforeStart, .endedBeforeStart])
+        #expect(actions.sends.isEmpty && actions.deadLetters.isEmpty)
+    }
+
+    /// A start whose answer was lost may be on the Lock Screen: its end is sent to the activity's own
+    /// token (one registered at or after the start), not cancelled with it.
+    @Test func endOfAStartSentWithoutAnswerGoesToTheActivityToken() throws {
+        var h = Harness(registerToken: false)
+        h.register(tokenA, at: 50)  // a previous activity's token under the same key
+        let start = try #require(h.feed(makeEvent("s", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.first)
+        h.feed(makeEvent("e", kind: .end, timestamp: 101))
+        h.advance(sec)
+        #expect(h.complete(start, .retry(reason: "timeout", status: nil, after: nil)).drops.isEmpty)
+        #expect(h.advance(5 * sec).sends.isEmpty)  // the old activity's token is not this activity's
+        let tokenC = String(repeating: "c3", count: 32)
+        let end = try #require(h.register(tokenC, at: 100).sends.first)
+        #expect(end.event.kind == .end && end.destination == .activityToken(tokenC) && end.coveredOffsets == [0, 1])
+        #expect(end.event.alert == nil)
+        h.complete(end)
+        #expect(h.engine.commitPoints().map(\.offset) == [2])
+    }
+
+    /// The same end, when no activity token ever arrives: dead-lettered no-token after token_wait, saying why.
+    @Test func endOfARetriedStartWithoutActivityTokenIsDeadLettered() throws {
+        var h = Harness(registerToken: false)
+        let start = try #require(h.feed(makeEvent("s", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.first)
+        h.complete(start, .retry(reason: "ServiceUnavailable", status: 503, after: nil))
+        #expect(h.feed(makeEvent("e", kind: .end, timestamp: 101)).drops.isEmpty)
+        h.advance(sec)  // min_interval after the start: the end starts waiting for its token
+        #expect(h.advance(20 * sec).deadLetters.isEmpty && h.actions.sends.count == 1)
+        let letter = try #require(h.advance(20 * sec).deadLetters.first)
+        #expect(letter.reason == .noToken && letter.sources.map(\.offset) == [0, 1])
+        #expect(letter.detail.contains("start may have been delivered") && letter.detail.contains("no activity token arrived"), "\(letter.detail)")
     }
 }

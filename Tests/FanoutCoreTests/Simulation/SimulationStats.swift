@@ -17,6 +17,10 @@ struct SimulationStats: CustomStringConvertible {
     var laneFailures = 0
     var revokes = 0
     var crashes = 0
+    /// Pushes that reached a device while Fanout saw a failure (written, answer lost).
+    var ambiguousDeliveries = 0
+    /// Ends dead-lettered because their activity may have started and no activity token arrived.
+    var endsOfPossiblyStartedDeadLettered = 0
     var drops: [String: Int] = [:]
     var deadLetters: [String: Int] = [:]
     var outcomes: [String: Int] = [:]
@@ -45,6 +49,8 @@ struct SimulationStats: CustomStringConvertible {
         laneFailures += other.laneFailures
         revokes += other.revokes
         crashes += other.crashes
+        ambiguousDeliveries += other.ambiguousDeliveries
+        endsOfPossiblyStartedDeadLettered += other.endsOfPossiblyStartedDeadLettered
         drops.merge(other.drops, uniquingKeysWith: +)
         deadLetters.merge(other.deadLetters, uniquingKeysWith: +)
         outcomes.merge(other.outcomes, uniquingKeysWith: +)
@@ -52,7 +58,8 @@ struct SimulationStats: CustomStringConvertible {
 
     var description: String {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
-            + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) revokes=\(revokes) crashes=\(crashes) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) "
+            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }

@@ -2,19 +2,31 @@ import Foundation
 import Testing
 @testable import FanoutCore
 
-/// Seeded deterministic simulation. `FANOUT_SIM_SEEDS=n` runs n seeds (default 1000);
-/// `FANOUT_SIM_SEED=s` replays one seed.
+/// Seeded deterministic simulation, split into shards that Swift Testing runs in parallel.
+/// `FANOUT_SIM_SEEDS=n` runs seeds 1...n (default 1000); `FANOUT_SIM_SEED=s` replays one seed.
+/// `scripts/simulate` runs 10,000 in a release build.
 @Suite struct SimulationTests {
-    @Test func invariantsHoldAcrossSeeds() throws {
+    static let shards = 8
+
+    /// A start sent under one owner of its partition and replayed by the next: the new owner cannot know
+    /// it was sent, so its end still cancels it. Needs the attempt in the state restored on assignment
+    /// (DESIGN.md §4 "Across owners"), which the engine does not write yet.
+    static let startAttemptLostInHandoff = "a start sent before a handoff is cancelled by its end after it"
+
+    static func seeds(shard: Int) -> [UInt64] {
         let environment = ProcessInfo.processInfo.environment
-        let seeds: [UInt64]
         if let single = environment["FANOUT_SIM_SEED"].flatMap(UInt64.init) {
-            seeds = [single]
-        } else {
-            let count = environment["FANOUT_SIM_SEEDS"].flatMap(UInt64.init) ?? 1000
-            seeds = Array(1...count)
+            return shard == 0 ? [single] : []
         }
+        let count = environment["FANOUT_SIM_SEEDS"].flatMap(UInt64.init) ?? 1000
+        return (1...max(count, 1)).filter { Int($0 % UInt64(shards)) == shard }
+    }
+
+    @Test(arguments: 0..<shards) func invariantsHoldAcrossSeeds(shard: Int) throws {
+        let seeds = Self.seeds(shard: shard)
         var failures: [String] = []
+        var known: [String] = []
+        var failed = 0
         var total = SimulationStats()
         for seed in seeds {
             var simulation = Simulation(seed: seed)
@@ -23,18 +35,27 @@ import Testing
                 total.add(simulation.stats)
                 total.steps += simulation.steps
             } catch {
-                failures.append("\(error)  (replay: FANOUT_SIM_SEED=\(seed))")
-                if failures.count >= 5 { break }
+                let replay = "\(error)  (replay: FANOUT_SIM_SEED=\(seed) swift test --skip-build --filter SimulationTests)"
+                if let violation = error as? Simulation.Violation, violation.knownIssue != nil {
+                    known.append(replay)
+                    continue
+                }
+                failed += 1
+                if failures.count < 5 { failures.append(replay) }
             }
         }
         for failure in failures { Issue.record(Comment(rawValue: failure)) }
-        print("simulation over \(seeds.count) seeds: \(total)")
+        withKnownIssue(Comment(rawValue: Self.startAttemptLostInHandoff), isIntermittent: true) {
+            for failure in known.prefix(3) { Issue.record(Comment(rawValue: failure)) }
+        }
+        print("simulation shard \(shard) over \(seeds.count) seeds, \(failed) failed, \(known.count) known issue: \(total)")
         if seeds.count >= 100 {
             // Every behaviour the invariants are about must have happened, or the run proved nothing.
             #expect(total.sends > total.events / 10 && total.coalescedSends > 0 && total.revokes > 0)
             #expect(total.feedback > 0 && total.pauses > 0 && total.resumes > 0 && total.crashes > 0)
             #expect(total.outcomes["retry", default: 0] > 0 && total.deadLetters["no-token", default: 0] > 0)
-            #expect(Set(total.drops.keys).isSuperset(of: ["duplicate-id", "not-newer", "after-end"]))
+            #expect(total.ambiguousDeliveries > 0 && total.endsOfPossiblyStartedDeadLettered > 0)
+            #expect(Set(total.drops.keys).isSuperset(of: ["duplicate-id", "not-newer", "after-end", "ended-before-start"]))
         }
     }
 
@@ -45,6 +66,6 @@ import Testing
         try second.run()
         #expect(first.steps == second.steps)
         #expect(first.committed == second.committed)
-        #expect(first.deliveredTimestamps == second.deliveredTimestamps)
+        #expect(first.device.timestampsByTarget == second.device.timestampsByTarget)
     }
 }
