@@ -54,14 +54,16 @@ extension FanoutEngine {
 
     /// Kafka answered a `.commit`: `points` were asked, `failed` are the partitions it refused (a
     /// rebalance in progress, an old generation, the coordinator unavailable). Refused points are
-    /// offered again at the next commit interval; points of partitions no longer ours are ignored.
+    /// offered again at the next commit interval; points of partitions no longer ours are ignored, and
+    /// so is any answer but the one for the point this assignment offered last (a late answer of an
+    /// earlier assignment, or of an offer overtaken since, says nothing about what Kafka holds now).
     public mutating func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>) {
         for point in points {
             guard let slot = partitionSlotByID[point.partition] else { continue }
             let index = Int(slot)
             if failed.contains(point.partition) {
                 if partitions[index]!.lastReportedCommit == point.offset { partitions[index]!.lastReportedCommit = partitions[index]!.committed }
-            } else if point.offset > (partitions[index]!.committed ?? -1) {
+            } else if point.offset == partitions[index]!.lastReportedCommit {
                 partitions[index]!.committed = point.offset
             }
         }
@@ -80,13 +82,15 @@ extension FanoutEngine {
         return points
     }
 
-    /// The commit points to emit now, every `commitInterval` (from `tick`).
+    /// The commit points to emit now, every `commitInterval` (from `tick`): every point Kafka has not
+    /// acknowledged, offered again each interval until it is (an answer lost, or never coming, holds
+    /// nothing back for longer than one interval; the worker keeps one commit outstanding at a time).
     mutating func commitIfDue(now: Nanoseconds, into actions: inout [EngineAction]) {
         guard let interval = configuration.commitInterval else { return }
         if nextCommitAt == .min { nextCommitAt = now + interval }
         guard now >= nextCommitAt else { return }
         nextCommitAt = now + interval
-        let points = commitPoints()
+        let points = uncommittedPoints()
         if !points.isEmpty { actions.append(.commit(points)) }
     }
 

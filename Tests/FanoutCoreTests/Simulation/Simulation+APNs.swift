@@ -14,17 +14,23 @@ extension Simulation {
         for action in actions {
             switch action {
             case let .send(request):
+                try checkLifecycle(request)
                 try checkSend(request)
+                if !closing.isEmpty && !closing.contains(request.partition) { stats.sendsWhileClosing += 1 }
                 stats.sends += 1
                 if request.priority == 10 { stats.priority10 += 1 }
                 if request.coveredOffsets.count > 1 { stats.coalescedSends += 1 }
                 let completeAt = now + latency()
                 let (outcome, reachesDevice) = apnsOutcome(for: request)
-                flights[request.sendID] = Flight(request: request, completeAt: completeAt, outcome: outcome, reachesDevice: reachesDevice)
+                flights[request.sendID] = Flight(request: request, completeAt: completeAt, outcome: outcome, reachesDevice: reachesDevice,
+                                                 epoch: epoch[request.partition, default: 0])
             case let .deadLetter(letter):
                 stats.deadLetters[letter.reason.rawValue, default: 0] += 1
                 if letter.detail.contains("may have been delivered") { stats.endsOfPossiblyStartedDeadLettered += 1 }
-                resolutions.append((now + random.between(1_000_000, 100_000_000), letter.resolution, nil, letter.sources, .resolved))
+                // Now and then the dead-letter topic refuses writes for minutes (a permanent produce failure
+                // until an operator fixes it): the offsets wait, nothing is committed past them.
+                let acknowledgedIn = random.chance(0.02) ? random.between(60, 600) * 1_000_000_000 : random.between(1_000_000, 100_000_000)
+                resolutions.append((now + acknowledgedIn, letter.resolution, nil, letter.sources, .resolved))
             case let .feedback(record):
                 stats.feedback += 1
                 guard let sources = pendingFeedback.removeValue(forKey: record.token + "|" + record.key) else {
@@ -47,16 +53,18 @@ extension Simulation {
                 fetchPaused.formUnion(partitions)
             case let .resumeFetching(partitions):
                 fetchPaused.subtract(partitions)
-            case let .revokeDrained(_, point):
-                if let point { try checkCommit(point) }
+            case let .revokeDrained(partition, point):
+                try finishRevoke(partition, commit: point)
             case .laneFailing:
                 stats.laneFailures += 1
             case .laneRecovered:
                 break
             case .followTokens, .unfollowTokens:
                 break  // assign() schedules the catch-up; the simulated token API needs no unfollow
-            case .commit, .lookUpChannelPolicy:
-                throw fail("unexpected \(action): the simulation commits through commitPoints() and sends broadcasts with expiration 0")
+            case let .commit(points):
+                try commitIssued(points)
+            case let .lookUpChannelPolicy(app, channel):
+                try lookupIssued(app: app, channel: channel)
             }
         }
     }
@@ -100,7 +108,8 @@ extension Simulation {
         let request = flight.request
         var acknowledged = false
         if case .delivered = flight.outcome { acknowledged = true }
-        watches[request.target]?.answered(request, acknowledged: acknowledged)
+        // A late answer of a previous owner's send says nothing about this owner's watch.
+        if flight.epoch == epoch[request.partition, default: 0] { watches[request.target]?.answered(request, acknowledged: acknowledged) }
         stats.count(flight.outcome)
         if flight.reachesDevice { deviceReceived(flight) }
         let sources = request.coveredOffsets.map { EventSource(partition: request.partition, offset: $0) }
@@ -134,7 +143,7 @@ extension Simulation {
         if !acknowledged { stats.ambiguousDeliveries += 1 }
         device.received(request, acknowledged: acknowledged)
         if request.event.kind == .start && startReachedInEpoch[request.target] == nil {
-            startReachedInEpoch[request.target] = epoch[request.partition, default: 0]
+            startReachedInEpoch[request.target] = flight.epoch
         }
         if request.event.kind == .start, let delay = workload.tokenDelayAfterStart[request.target], let delay {
             let token = "tok-\(request.target)-started-\(request.event.timestamp)"

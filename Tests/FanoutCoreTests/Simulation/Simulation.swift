@@ -18,6 +18,8 @@ struct Simulation {
         var outcome: SendOutcome
         /// The push reached the device, whatever Fanout hears (an ambiguous send when the outcome is not 200).
         var reachesDevice: Bool
+        /// Ownership epoch of the partition when it was sent.
+        var epoch: Int
     }
 
     let seed: UInt64
@@ -34,7 +36,10 @@ struct Simulation {
     var epoch: [PartitionID: Int] = [:]
     var reassignAt: [PartitionID: Nanoseconds] = [:]
     var done: [PartitionID: [Int64: Done]] = [:]
+    /// The highest point the engine issued (judged when issued: Kafka may store it whatever it answers).
     var committed: [PartitionID: Int64] = [:]
+    /// What Kafka holds: where the next owner resumes.
+    var stored: [PartitionID: Int64] = [:]
     var watches: [String: TargetWatch] = [:]
     var device = DeviceView()
     /// Ownership epoch of its partition in which each activity's start first reached its device.
@@ -62,6 +67,20 @@ struct Simulation {
     var fetchPaused: Set<PartitionID> = []
     /// Token partitions being read for an assignment: the catch-up is reported at `at`.
     var catchUps: [(partition: Int32, assignment: AssignmentID, at: Nanoseconds)] = []
+    /// Per activity partition number: the assignment its latest followTokens was for.
+    var currentAssignment: [Int32: AssignmentID] = [:]
+    /// Activity partitions whose tokens were reported read for their current assignment.
+    var tokensRead: Set<PartitionID> = []
+    /// Revoked partitions the engine has not drained yet (no send may start for them).
+    var closing: Set<PartitionID> = []
+    /// Commits issued by the engine, answered at `at` (never, when the coordinator lost them).
+    /// In issue order (one coordinator connection answers in order). `answered` false: the answer is
+    /// lost (the commit is written or not, as `refused` says), the engine never hears of it.
+    var commitAnswers: [(at: Nanoseconds, points: [CommitPoint], refused: Bool, answered: Bool, epochs: [Int])] = []
+    /// Channel storage-policy lookups, answered at `at`.
+    var policyAnswers: [(at: Nanoseconds, app: String, channel: String)] = []
+    /// Each channel's storage policy as channel management would answer (nil: the lookup fails).
+    var channelPolicies: [String: ChannelStoragePolicy?] = [:]
     var stats = SimulationStats()
 
     init(seed: UInt64) {
@@ -82,6 +101,11 @@ struct Simulation {
         configuration.forgetIdleAfter = .hours(48)
         configuration.forgetEndedAfter = .hours(48)
         configuration.maxIncompletePerPartition = 40 + random.below(200)
+        // The engine's own commit timing and answers that come late, refused or never (else the
+        // simulation polls commitPoints()); channel lookups with latency; short and long revoke drains.
+        configuration.commitInterval = random.chance(0.7) ? random.between(200, 3_000) * 1_000_000 : nil
+        configuration.broadcastExpirationImmediate = random.chance(0.5)
+        configuration.revokeDrainTimeout = random.between(200, 5_000) * 1_000_000
         engine = FanoutEngine(configuration: configuration)
         workload = SimulatedWorkload(random: &random, start: start, horizon: horizon)
         nextRevokeAt = start + random.between(5, 120) * 1_000_000_000
@@ -125,7 +149,11 @@ struct Simulation {
             if next > giveUpAt { throw fail("did not settle within 3 h of healing: \(engine.totalLoad)") }
             now = max(now, next)
         }
-        try checkCommits()
+        // The final commit at shutdown: every point Kafka has not acknowledged.
+        for point in engine.uncommittedPoints() {
+            try checkCommit(point)
+            stored[point.partition] = point.offset
+        }
         try finalChecks()
     }
 
@@ -140,7 +168,7 @@ struct Simulation {
     }
 
     func isSettled() -> Bool {
-        guard flights.isEmpty, resolutions.isEmpty, engine.totalLoad.inFlight == 0,
+        guard flights.isEmpty, resolutions.isEmpty, engine.totalLoad.inFlight == 0, closing.isEmpty, policyAnswers.isEmpty,
               tokenEvents.allSatisfy({ $0.at < now }) else { return false }
         for (partition, log) in workload.logs where position[partition, default: 0] < log.count || !assigned.contains(partition) { return false }
         return engine.totalLoad.incomplete == 0
@@ -156,6 +184,8 @@ struct Simulation {
         for event in tokenEvents where event.at >= now { next = min(next, event.at) }
         for at in reassignAt.values { next = min(next, at) }
         for catchUp in catchUps { next = min(next, catchUp.at) }
+        for answer in commitAnswers { next = min(next, answer.at) }
+        for answer in policyAnswers { next = min(next, answer.at) }
         if let deadline = engine.nextDeadline() { next = min(next, max(deadline, now)) }
         if !healed { next = min(next, max(nextRevokeAt, now), start + horizon + 60 * 1_000_000_000) }
         if let crashAt { next = min(next, max(crashAt, now)) }
@@ -185,11 +215,7 @@ struct Simulation {
                                        partition: partition.partition, now: now, into: &actions)
             }
         }
-        // Token partitions read up to their high watermark.
-        for index in catchUps.indices.reversed() where catchUps[index].at <= now {
-            let catchUp = catchUps.remove(at: index)
-            engine.tokensCaughtUp(partition: catchUp.partition, assignment: catchUp.assignment, now: now, into: &actions)
-        }
+        try answerKafka(into: &actions)
         // Kafka produce acks for dead letters and feedback.
         for index in resolutions.indices.reversed() where resolutions[index].at <= now {
             let resolution = resolutions.remove(at: index)
@@ -206,8 +232,12 @@ struct Simulation {
         if let at = crashAt, now >= at { crash() }
         // Rebalances.
         if !healed && now >= nextRevokeAt {
-            nextRevokeAt = now + random.between(10, 300) * 1_000_000_000
-            if let victim = assignedOrder.filter({ assigned.contains($0) }).randomElement(using: &random) {
+            nextRevokeAt = now + random.between(5, 200) * 1_000_000_000
+            // Half the time a partition with sends in flight: the revoke must wait for them (or its deadline).
+            let busy = Set(flights.values.map(\.request.partition))
+            let candidates = assignedOrder.filter { assigned.contains($0) && !closing.contains($0) }
+            let preferred = random.chance(0.5) ? candidates.filter { busy.contains($0) } : []
+            if let victim = (preferred.isEmpty ? candidates : preferred).randomElement(using: &random) {
                 try revoke(victim, into: &actions)
             }
         }
@@ -236,66 +266,9 @@ struct Simulation {
         engine.regulate(now: now, into: &actions)
         engine.tick(now: now, into: &actions)
         try handle(&actions)
-        if random.chance(0.2) { try checkCommits() }
+        if configuration.commitInterval == nil && random.chance(0.2) { try checkCommits() }
+        try checkBounds()
         refreshArrivals()
-    }
-
-    mutating func assign(_ partition: PartitionID) {
-        assigned.insert(partition)
-        fetchPaused.remove(partition)
-        let lane: Lane = partition.topic == SimulatedWorkload.activityTopic ? .activity : .broadcast
-        var assignment: [EngineAction] = []
-        engine.assign(partition, lane: lane, now: now, into: &assignment)
-        position[partition] = Int(committed[partition] ?? 0)
-        // The owner re-reads activity-tokens for this partition from the beginning; its sends wait for that.
-        guard lane == .activity else { return }
-        guard case let .followTokens(number, id)? = assignment.first, assignment.count == 1 else {
-            preconditionFailure("an activity partition's assignment asks for its tokens, and nothing else: \(assignment) for \(partition) in phase \(String(describing: engine.phase(of: partition))) at step \(steps)")
-        }
-        catchUps.append((number, id, now + random.between(0, 2_000) * 1_000_000))
-        var ignored: [EngineAction] = []
-        for key in latestToken.keys.sorted() where SimulatedWorkload.partition(for: key, lane: .activity) == partition {
-            let record = latestToken[key]!
-            engine.tokenRegistered(key: key, token: record.token, environment: .sandbox, at: record.registeredAt,
-                                   partition: partition.partition, now: now, into: &ignored)
-        }
-        precondition(ignored.isEmpty, "no targets exist on a freshly assigned partition")
-    }
-
-    mutating func revoke(_ partition: PartitionID, into actions: inout [EngineAction]) throws {
-        engine.revoke([partition], now: now, into: &actions)
-        // The engine starts no new send for it; the partition is drained once the answers of its sends
-        // in flight and the acknowledgements of its produces are in (here: at once).
-        var drained = false
-        for round in 0..<10 {
-            drained = drained || actions.contains(where: { if case .revokeDrained(partition, _) = $0 { true } else { false } })
-            try handle(&actions)
-            if drained { break }
-            if round == 9 {
-                throw fail("\(partition) was not drained after its sends and produces were answered: phase \(String(describing: engine.phase(of: partition))), load \(String(describing: engine.load(of: partition)))")
-            }
-            for sendID in flights.keys.sorted() where flights[sendID]!.request.partition == partition {
-                let flight = flights.removeValue(forKey: sendID)!
-                try observeOutcome(flight)
-                engine.complete(sendID, outcome: flight.outcome, now: now, into: &actions)
-            }
-            for index in resolutions.indices.reversed() where resolutions[index].sources.first?.partition == partition {
-                let resolution = resolutions.remove(at: index)
-                for source in resolution.sources { markDone(source, resolution.kind) }
-                if let id = resolution.id { engine.resolve(id) }
-                if let source = resolution.rejected { engine.resolveRejected(source) }
-            }
-            engine.tick(now: now, into: &actions)
-        }
-        stats.revokes += 1
-        assigned.remove(partition)
-        fetchPaused.remove(partition)
-        catchUps.removeAll { $0.partition == partition.partition && partition.topic == SimulatedWorkload.activityTopic }
-        epoch[partition, default: 0] += 1
-        for target in workload.targets where SimulatedWorkload.partition(for: target.key, lane: target.lane) == partition {
-            watches[target.key] = nil
-        }
-        reassignAt[partition] = now + random.between(0, 30) * 1_000_000_000
     }
 
     /// The worker dies: every bit of engine state is lost, Kafka replays from the last commit.
@@ -321,6 +294,11 @@ struct Simulation {
         assigned = []
         fetchPaused = []
         catchUps = []
+        currentAssignment = [:]
+        tokensRead = []
+        closing = []
+        commitAnswers = []  // the new process never hears them; what Kafka stored stays stored
+        policyAnswers = []
         for partition in assignedOrder {
             epoch[partition, default: 0] += 1
             assign(partition)

@@ -15,6 +15,16 @@ struct SimulationStats: CustomStringConvertible {
     var fetchPauses = 0
     /// Lanes reported failing (`.laneFailing`).
     var laneFailures = 0
+    var losses = 0
+    var revokesWithSendsInFlight = 0
+    /// Sends to other partitions while one was closing (a rebalance does not stop them).
+    var sendsWhileClosing = 0
+    var commits = 0
+    var commitsRefused = 0
+    var commitsUnanswered = 0
+    var lookups = 0
+    /// Token catch-ups reported for an earlier assignment of their partition.
+    var staleCatchUps = 0
     var revokes = 0
     var crashes = 0
     /// Pushes that reached a device while Fanout saw a failure (written, answer lost).
@@ -47,6 +57,14 @@ struct SimulationStats: CustomStringConvertible {
         resumes += other.resumes
         fetchPauses += other.fetchPauses
         laneFailures += other.laneFailures
+        losses += other.losses
+        revokesWithSendsInFlight += other.revokesWithSendsInFlight
+        sendsWhileClosing += other.sendsWhileClosing
+        commits += other.commits
+        commitsRefused += other.commitsRefused
+        commitsUnanswered += other.commitsUnanswered
+        lookups += other.lookups
+        staleCatchUps += other.staleCatchUps
         revokes += other.revokes
         crashes += other.crashes
         ambiguousDeliveries += other.ambiguousDeliveries
@@ -58,7 +76,9 @@ struct SimulationStats: CustomStringConvertible {
 
     var description: String {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
-            + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) "
+            + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) losses=\(losses) revokesInFlight=\(revokesWithSendsInFlight) "
+            + "sendsWhileClosing=\(sendsWhileClosing) commits=\(commits) refused=\(commitsRefused) unanswered=\(commitsUnanswered) "
+            + "lookups=\(lookups) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) "
             + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }

@@ -56,6 +56,12 @@ import Testing
             #expect(total.outcomes["retry", default: 0] > 0 && total.deadLetters["no-token", default: 0] > 0)
             #expect(total.ambiguousDeliveries > 0 && total.endsOfPossiblyStartedDeadLettered > 0)
             #expect(Set(total.drops.keys).isSuperset(of: ["duplicate-id", "not-newer", "after-end", "ended-before-start"]))
+            // The worker's decisions (issue 11): rebalances with sends in flight and losses, sends going on
+            // elsewhere meanwhile, commits refused and unanswered, stale token catch-ups, channel
+            // lookups, backpressure pauses and failing lanes.
+            #expect(total.revokesWithSendsInFlight > 0 && total.losses > 0 && total.sendsWhileClosing > 0)
+            #expect(total.commits > 0 && total.commitsRefused > 0 && total.commitsUnanswered > 0)
+            #expect(total.staleCatchUps > 0 && total.lookups > 0 && total.fetchPauses > 0 && total.laneFailures > 0)
         }
     }
 
