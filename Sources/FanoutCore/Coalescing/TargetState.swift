@@ -25,6 +25,8 @@ struct TargetState: Sendable {
     var parked = false
     /// Listed in its partition's `held` list (the partition is not live yet).
     var heldForPartition = false
+    /// Listed in its partition's `heldMinor` list (a minor update held for max_quiet).
+    var listedAsHeldMinor = false
     /// Broadcast targets: what is known of the channel's storage policy.
     var channelPolicy = ChannelPolicyState.unknown
     var budgetClass: BudgetClass

@@ -49,6 +49,8 @@ struct PartitionState: Sendable {
     var drainBy: Nanoseconds = .max
     /// Targets with work that wait for the partition to go live: (slot, incarnation).
     var held: [(slot: Int32, incarnation: UInt32)] = []
+    /// Targets that held a minor update back for max_quiet (a pause relieves them): (slot, incarnation).
+    var heldMinor: [(slot: Int32, incarnation: UInt32)] = []
     /// Under backpressure (`regulate`).
     var pressured = false
     /// What the worker was last told: fetching paused (true) or running.

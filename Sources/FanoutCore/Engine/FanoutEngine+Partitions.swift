@@ -34,14 +34,20 @@ extension FanoutEngine {
     /// Backpressure relief, for when `regulate` pauses `partition`: the minor updates its targets hold
     /// back (waiting for `max_quiet` or a bigger progress step) go as soon as min_interval and the
     /// budget allow, at priority 5, instead of holding the offsets they carry, and with them the
-    /// whole partition, for up to `max_quiet`. O(targets): called once per pause.
+    /// whole partition, for up to `max_quiet`. Visits only the targets listed as holding one
+    /// (`heldMinor`), not every tracked target.
     mutating func relieve(_ partition: PartitionID, now: Nanoseconds, into actions: inout [EngineAction]) {
         guard let slot = partitionSlotByID[partition] else { return }
-        for index in targets.indices
-        where targets[index].live && targets[index].partitionSlot == slot && targets[index].pending != nil
-            && targets[index].inFlightSendID == 0 && !targets[index].relieved {
+        let listed = partitions[Int(slot)]!.heldMinor
+        partitions[Int(slot)]!.heldMinor.removeAll(keepingCapacity: true)
+        for entry in listed {
+            let index = Int(entry.slot)
+            guard targets[index].live, targets[index].incarnation == entry.incarnation, targets[index].listedAsHeldMinor else { continue }
+            targets[index].listedAsHeldMinor = false
+            guard targets[index].partitionSlot == slot, targets[index].pending != nil, targets[index].inFlightSendID == 0,
+                  !targets[index].relieved else { continue }
             targets[index].relieved = true
-            evaluate(Int32(index), now: now, into: &actions)
+            evaluate(entry.slot, now: now, into: &actions)
         }
     }
 

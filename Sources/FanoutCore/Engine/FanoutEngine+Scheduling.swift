@@ -58,6 +58,17 @@ extension FanoutEngine {
             && !profiles[Int(targets[index].profileIndex)].progressMoved(from: lastSent.progress, to: summary.progress) {
             // Read in place: copying the profile would retain and release its field list per event.
             earliest = max(earliest, targets[index].lastDeliveredAt + profiles[Int(targets[index].profileIndex)].maxQuiet)
+            if !targets[index].listedAsHeldMinor {
+                // Indexed for `relieve`, so a pause visits only the targets it can relieve.
+                targets[index].listedAsHeldMinor = true
+                if partitions[partitionSlot]!.heldMinor.count >= targets.count - freeSlots.count + 1024 {
+                    // Entries of targets freed since they were listed: drop them (amortized, the list at most doubles).
+                    partitions[partitionSlot]!.heldMinor.removeAll { entry in
+                        !(targets[Int(entry.slot)].live && targets[Int(entry.slot)].incarnation == entry.incarnation)
+                    }
+                }
+                partitions[partitionSlot]!.heldMinor.append((slot, targets[index].incarnation))
+            }
         }
 
         let destination: Destination

@@ -5,8 +5,9 @@ import FanoutKafka
 import Foundation
 import Synchronization
 
-/// Carrying out the engine's actions, outside the lock: sends, dead letters, feedback records,
-/// pausing and resuming apps. Results come back on the APNs client threads and librdkafka's
+/// Carrying out the engine's actions, outside the lock: sends (`WorkerCore+Sends`), dead letters and
+/// feedback records (`WorkerCore+Records`), app pauses, lane health and the Kafka-side partition
+/// actions (`PartitionActions`). Results come back on the APNs client threads and librdkafka's
 /// background thread, go through the engine under the lock, and their actions are performed here again.
 extension WorkerCore {
     func perform(_ initial: [EngineAction]) {
@@ -77,138 +78,6 @@ extension WorkerCore {
 
     func wakeTicker() {
         if let deadline = nextDeadline() { ticker.wake(ifEarlierThan: deadline) }
-    }
-
-    // MARK: Sends
-
-    /// The channel's storage policy, from configuration, cache or a lookup (answered later, on the
-    /// management client's completion); the engine then decides the channel's waiting send.
-    private func lookUpChannelPolicy(app: String, channel: String) -> [EngineAction] {
-        let resolution = lanes.channelPolicies.resolve(app: app, channel: channel) { [self] policy in
-            perform(channelPolicyKnown(app: app, channel: channel, policy: policy))
-        }
-        switch resolution {
-        case .ready(let policy): return channelPolicyKnown(app: app, channel: channel, policy: policy)
-        case .deferred: return []
-        }
-    }
-
-    private func channelPolicyKnown(app: String, channel: String, policy: ChannelStoragePolicy?) -> [EngineAction] {
-        let now = clock.now()
-        var actions: [EngineAction] = []
-        state.withLock { $0.engine.channelPolicyKnown(app: app, channel: channel, policy: policy, now: now, into: &actions) }
-        return actions
-    }
-
-    /// Starts one send; returns follow-up actions when it failed synchronously.
-    private func start(_ send: SendRequest) -> [EngineAction] {
-        state.withLock { $0.summary.sends[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1 }
-        if send.budgetDowngraded { metrics.budgetDowngrades.labels(send.lane.rawValue).increment() }
-        let request: APNsRequest
-        do {
-            request = try APNsLanes.request(for: send)
-        } catch {
-            return complete(send, outcome: .badPayload(reason: error.description, status: 0), result: nil, started: nil)
-        }
-        guard let client = lanes.client(lane: send.lane, app: send.app, environment: send.environment) else {
-            return complete(send, outcome: .configError(reason: "no APNs client for app \(send.app)", status: 0), result: nil, started: nil)
-        }
-        let started = ContinuousClock.now
-        do throws(APNsClientError) {
-            try client.send(request) { [self] result in
-                let actions = complete(send, outcome: result.outcome, result: result, started: started)
-                perform(actions)
-            }
-            return []
-        } catch {
-            return complete(send, outcome: error.outcome, result: nil, started: nil)
-        }
-    }
-
-    /// Feeds a send's outcome to the engine and records it; returns the engine's actions.
-    private func complete(_ send: SendRequest, outcome: SendOutcome, result: APNsResult?, started: ContinuousClock.Instant?) -> [EngineAction] {
-        let lane = send.lane.rawValue
-        let priority = send.priority >= 10 ? "10" : "5"
-        if let started { metrics.apnsLatency.labels(lane).observe(ContinuousClock.now - started) }
-        record(outcome, of: send, result: result, lane: lane, priority: priority)
-        let now = clock.now()
-        var actions: [EngineAction] = []
-        state.withLock { state in
-            if case .delivered = outcome {
-                state.summary.delivered[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
-                state.summary.coalesced += max(0, send.coveredOffsets.count - 1)
-            }
-            state.engine.complete(send.sendID, outcome: outcome, now: now, into: &actions)
-        }
-        if let result, let status = result.status, let note = result.transportFailure {
-            log.warning("APNs response was not read whole", ["key": .string(send.target), "lane": .string(lane),
-                                                             "status": .int(status), "note": .string(note)])
-        }
-        if let started, log.isEnabled(.trace) {
-            let elapsed = Nanoseconds(ContinuousClock.now - started)
-            log.trace("send completed", ["key": .string(send.target), "lane": .string(lane), "started_ns": .int(now - elapsed),
-                                         "completed_ns": .int(now), "outcome": .string(Self.sendResult(outcome).rawValue),
-                                         "timestamp": .int(send.event.timestamp), "offsets": .int(send.coveredOffsets.count)])
-        }
-        if case .tokenGone(let reason, let status, _) = outcome, case .channel(let channel) = send.destination {
-            // The engine dead-letters it as channel-not-registered (counted with the dead letter);
-            // whatever was known about the channel is forgotten.
-            lanes.channelPolicies.forget(app: send.app, channel: channel)
-            metrics.channelNotRegistered.labels(send.app).increment()
-            log.warning("APNs says the broadcast channel is not registered (never created, or deleted): its events are dead-lettered as channel-not-registered",
-                        ["channel": .string(channel), "app": .string(send.app), "status": .int(status), "reason": .string(reason)])
-        } else if case .tokenGone(let reason, let status, _) = outcome {
-            metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.tokenGone.rawValue).increment(by: UInt64(send.coveredOffsets.count))
-            log.info("APNs says the token is gone", ["key": .string(send.target), "status": .int(status), "reason": .string(reason),
-                                                     "token": tokenField(send.destination)])
-        } else if case .badPayload(let reason, let status) = outcome {
-            log.error("APNs rejected a payload that passed validation (a bug): dead-lettered",
-                      ["key": .string(send.target), "status": .int(status), "reason": .string(reason)])
-        }
-        return actions
-    }
-
-    /// The send and error metrics of an answered (or failed on the wire) send.
-    private func record(_ outcome: SendOutcome, of send: SendRequest, result: APNsResult?, lane: String, priority: String) {
-        metrics.sends.labels(lane, priority, Self.sendResult(outcome).rawValue).increment()
-        if case .delivered = outcome {
-            metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.sent.rawValue).increment()
-            if send.coveredOffsets.count > 1 {
-                metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.coalesced.rawValue).increment(by: UInt64(send.coveredOffsets.count - 1))
-            }
-        } else {
-            let status = result?.status.map(String.init) ?? "none"
-            metrics.apnsErrors.labels(lane, status, Self.reasonLabel(outcome, result: result)).increment()
-        }
-    }
-
-    private func tokenField(_ destination: Destination) -> LogValue {
-        switch destination {
-        case .activityToken(let token), .pushToStartToken(let token): .token(token)
-        case .channel(let channel): .string(channel)
-        }
-    }
-
-    static func sendResult(_ outcome: SendOutcome) -> FanoutMetrics.SendResult {
-        switch outcome {
-        case .delivered: .delivered
-        case .tokenGone: .tokenGone
-        case .retry: .retry
-        case .refreshAuth: .refreshAuth
-        case .badPayload: .badPayload
-        case .configError: .configError
-        }
-    }
-
-    private static func reasonLabel(_ outcome: SendOutcome, result: APNsResult?) -> String {
-        if let reason = result?.reason { return reason.rawValue }
-        if let result, result.status == nil, result.transportFailure != nil { return "transport" }
-        switch outcome {
-        case .delivered: return "none"
-        case .tokenGone(let reason, _, _), .retry(let reason, _, _), .badPayload(let reason, _), .configError(let reason, _):
-            return reason.count > 40 ? "other" : reason
-        case .refreshAuth: return "ExpiredProviderToken"
-        }
     }
 }
 

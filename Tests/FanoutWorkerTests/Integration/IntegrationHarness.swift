@@ -149,6 +149,12 @@ final class IntegrationHarness: Sendable {
         try await producer.produce(topic: topic, key: Array(key.utf8), value: value.map { Array($0.utf8) })
     }
 
+    /// A record with a null key (a producer that forgot it).
+    @discardableResult
+    func produceKeyless(_ topic: String, _ value: String) async throws -> KafkaDeliveryReport {
+        try await producer.produce(topic: topic, key: nil, value: Array(value.utf8))
+    }
+
     @discardableResult
     func produceEvent(key: String, _ json: String) async throws -> KafkaDeliveryReport {
         try await produce(Self.updates, key: key, value: json)
