@@ -6,8 +6,6 @@ struct CommitLedger {
     private var ready: [KafkaCommitAnswer] = []
     private(set) var isClosed = false
 
-    var outstandingCount: Int { outstanding.count }
-
     /// `nil` once closed: no new commit may start.
     mutating func register(_ offsets: [TopicPartition: Int64]) -> KafkaCommitID? {
         guard !isClosed else { return nil }

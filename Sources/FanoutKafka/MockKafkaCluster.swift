@@ -57,11 +57,6 @@ public final class MockKafkaCluster: @unchecked Sendable {
         rd_kafka_mock_clear_request_errors(cluster, apiKey.rawValue)
     }
 
-    /// Every request touching this topic fails with `error` (`.noError` clears it).
-    public func setTopicError(_ topic: String, _ error: KafkaResponseCode) {
-        rd_kafka_mock_topic_set_error(cluster, topic, error.rd)
-    }
-
     public func setBrokerDown(_ broker: Int32) throws {
         try check(rd_kafka_mock_broker_set_down(cluster, broker), "could not take broker \(broker) down")
     }

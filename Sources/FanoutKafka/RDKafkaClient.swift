@@ -49,8 +49,6 @@ final class RDKafkaClient: @unchecked Sendable {
         try body(handle)
     }
 
-    var name: String { String(cString: rd_kafka_name(handle)) }
-
     // MARK: Consumer operations shared by the group consumer and the partition reader
 
     /// Blocking: waits up to `timeout` for the first event, then drains what is ready without waiting.

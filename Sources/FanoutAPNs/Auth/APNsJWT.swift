@@ -25,7 +25,4 @@ public enum APNsJWT {
         }
         return out
     }
-
-    /// A loggable prefix; never log a whole JWT.
-    public static func redacted(_ jwt: String) -> String { String(jwt.prefix(8)) + "…" }
 }
