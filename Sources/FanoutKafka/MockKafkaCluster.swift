@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 
 /// librdkafka's in-process mock Kafka cluster: real Kafka protocol on loopback ports, served by
 /// this object's own librdkafka threads. Other processes can use `bootstrapServers` too.
@@ -70,7 +71,7 @@ public final class MockKafkaCluster: @unchecked Sendable {
                   "could not set the round-trip time of broker \(broker)")
     }
 
-    public func setPartitionLeader(_ partition: TopicPartition, broker: Int32) throws {
+    public func setPartitionLeader(_ partition: PartitionID, broker: Int32) throws {
         try check(rd_kafka_mock_partition_set_leader(cluster, partition.topic, partition.partition, broker),
                   "could not move the leader of \(partition) to broker \(broker)")
     }
