@@ -26,7 +26,8 @@ let package = Package(
 
         // MARK: Adapters around C
         .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"], swiftSettings: strict),
-        .target(name: "FanoutKafka", dependencies: ["CRdKafka"], swiftSettings: strict),
+        // FanoutCore for its pure value types (`PartitionID`), so the worker needs no conversions.
+        .target(name: "FanoutKafka", dependencies: ["CRdKafka", "FanoutCore"], swiftSettings: strict),
         // The only importer of CNghttp2: nghttp2 sessions, the framed output over TLS, the epoll set.
         .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "FanoutCrypto"], swiftSettings: strict),
         .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2", "CCurl", "CCurlShim"], swiftSettings: strict),
@@ -44,7 +45,7 @@ let package = Package(
         // MARK: Tests mirror the source modules
         .testTarget(name: "APNsModelTests", dependencies: ["APNsModel"], swiftSettings: strict),
         .testTarget(name: "FanoutCoreTests", dependencies: ["FanoutCore", "APNsModel"], swiftSettings: strict),
-        .testTarget(name: "FanoutKafkaTests", dependencies: ["FanoutKafka"], swiftSettings: strict),
+        .testTarget(name: "FanoutKafkaTests", dependencies: ["FanoutKafka", "FanoutCore"], swiftSettings: strict),
         .testTarget(name: "FanoutHTTP2Tests", dependencies: ["FanoutHTTP2"], swiftSettings: strict),
         .testTarget(name: "FanoutAPNsTests", dependencies: ["FanoutAPNs", "APNsModel", "APNsSimulator", "FanoutCrypto"], swiftSettings: strict),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "APNsModel", "FanoutCrypto"], swiftSettings: strict),

@@ -1,15 +1,15 @@
+import FanoutCore
+
 /// Which `commitAsync` calls are still unanswered, and the answers not yet handed out.
 /// Guarantees one answer per id: a late answer for an id already answered (e.g. `.closed`) is dropped.
 struct CommitLedger {
     private var nextID: UInt64 = 1
-    private var outstanding: [KafkaCommitID: [TopicPartition: Int64]] = [:]
+    private var outstanding: [KafkaCommitID: [PartitionID: Int64]] = [:]
     private var ready: [KafkaCommitAnswer] = []
     private(set) var isClosed = false
 
-    var outstandingCount: Int { outstanding.count }
-
     /// `nil` once closed: no new commit may start.
-    mutating func register(_ offsets: [TopicPartition: Int64]) -> KafkaCommitID? {
+    mutating func register(_ offsets: [PartitionID: Int64]) -> KafkaCommitID? {
         guard !isClosed else { return nil }
         let id = KafkaCommitID(rawValue: nextID)
         nextID += 1

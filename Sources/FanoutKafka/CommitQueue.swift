@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 import Synchronization
 
 /// Non-blocking offset commits: owns the `rd_kafka_queue_t` that librdkafka posts each commit's
@@ -24,7 +25,7 @@ final class CommitQueue: @unchecked Sendable {
 
     /// Hands the offsets to librdkafka's group thread and returns at once; the answer comes through
     /// `collect()`. Throws `.closed` after `close`, `.commit` when librdkafka refused to start it.
-    func commit(_ offsets: [TopicPartition: Int64]) throws -> KafkaCommitID {
+    func commit(_ offsets: [PartitionID: Int64]) throws -> KafkaCommitID {
         guard !offsets.isEmpty else {
             throw KafkaError(.commit, reason: "an asynchronous commit needs at least one partition")
         }
@@ -39,7 +40,7 @@ final class CommitQueue: @unchecked Sendable {
         }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             ledger.withLock { $0.withdraw(id) }
-            throw KafkaError(.commit, err, "could not start the commit of \(TopicPartition.describe(offsets)): \(KafkaResponseCode(err).message)")
+            throw KafkaError(.commit, err, "could not start the commit of \(PartitionID.describe(offsets)): \(KafkaResponseCode(err).message)")
         }
         return id
     }

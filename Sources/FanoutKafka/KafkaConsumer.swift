@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 import Foundation
 import Synchronization
 
@@ -54,7 +55,7 @@ public final class KafkaConsumer: Sendable {
     public func subscribe(_ topics: [String]) throws {
         try ensureOpen()
         guard !topics.isEmpty else { throw KafkaError(.subscribe, reason: "subscribe needs at least one topic") }
-        let list = RDKafkaTopicPartitionList(topics.map { TopicPartition($0, -1) })   // RD_KAFKA_PARTITION_UA
+        let list = RDKafkaTopicPartitionList(topics.map { PartitionID(topic: $0, partition: -1) })   // RD_KAFKA_PARTITION_UA
         let err = client.withHandle { handle in list.withPointer { rd_kafka_subscribe(handle, $0) } }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw KafkaError(.subscribe, err, "could not subscribe to \(topics.joined(separator: ", ")): \(KafkaResponseCode(err).message)")
@@ -75,7 +76,7 @@ public final class KafkaConsumer: Sendable {
 
     /// Blocking, synchronous commit of "next offset to read" per partition. Throws `.commit` with
     /// per-partition failures (e.g. an old generation during a rebalance); nothing is retried here.
-    public func commit(_ offsets: [TopicPartition: Int64]) throws {
+    public func commit(_ offsets: [PartitionID: Int64]) throws {
         try ensureOpen()
         try client.commit(offsets)
     }
@@ -87,7 +88,7 @@ public final class KafkaConsumer: Sendable {
     /// one poll timeout after librdkafka has it) or, after `close`, from `drainCommitAnswers`.
     /// Nothing is retried here. Throws (and no answer will come) when the consumer is closed,
     /// `offsets` is empty, or librdkafka refused to start the commit.
-    public func commitAsync(_ offsets: [TopicPartition: Int64]) throws -> KafkaCommitID {
+    public func commitAsync(_ offsets: [PartitionID: Int64]) throws -> KafkaCommitID {
         try ensureOpen()
         return try commits.commit(offsets)
     }
@@ -101,7 +102,7 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// Blocking: the group's committed offsets; `nil` for a partition with no commit yet.
-    public func committed(_ partitions: [TopicPartition], timeout: Duration) throws -> [TopicPartition: Int64?] {
+    public func committed(_ partitions: [PartitionID], timeout: Duration) throws -> [PartitionID: Int64?] {
         try ensureOpen()
         guard !partitions.isEmpty else { return [:] }
         let list = RDKafkaTopicPartitionList(partitions)
@@ -112,31 +113,31 @@ public final class KafkaConsumer: Sendable {
         if err != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {
             throw KafkaError(.committedOffsets, err, "could not read committed offsets", partitionFailures: failures)
         }
-        var result: [TopicPartition: Int64?] = [:]
+        var result: [PartitionID: Int64?] = [:]
         for entry in list.entries { result[entry.partition] = entry.offset >= 0 ? entry.offset : nil }
         return result
     }
 
     /// Stops fetching from these partitions (records already fetched are discarded and refetched
     /// after `resume`). Membership is unaffected.
-    public func pause(_ partitions: some Collection<TopicPartition>) throws {
+    public func pause(_ partitions: some Collection<PartitionID>) throws {
         try ensureOpen()
         try client.pause(partitions)
     }
 
-    public func resume(_ partitions: some Collection<TopicPartition>) throws {
+    public func resume(_ partitions: some Collection<PartitionID>) throws {
         try ensureOpen()
         try client.resume(partitions)
     }
 
     /// Non-blocking: the partition's high watermark as of the last fetch response (nil before the
     /// first; stale while paused). For lag gauges, where a broker round trip per partition is too dear.
-    public func lastKnownHighWatermark(of partition: TopicPartition) throws -> Int64? {
+    public func lastKnownHighWatermark(of partition: PartitionID) throws -> Int64? {
         try ensureOpen()
         return client.lastKnownHighWatermark(of: partition)
     }
 
-    public func assignment() throws -> Set<TopicPartition> {
+    public func assignment() throws -> Set<PartitionID> {
         try ensureOpen()
         return try client.assignment()
     }

@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 
 /// The one error type of the Kafka subsystem.
 ///
@@ -37,7 +38,7 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// One partition's share of a multi-partition failure (commit, pause, committed offsets).
     public struct PartitionFailure: Sendable, Hashable, CustomStringConvertible {
-        public var partition: TopicPartition
+        public var partition: PartitionID
         public var underlying: KafkaResponseCode
         public var description: String { "\(partition): \(underlying.name): \(underlying.message)" }
     }

@@ -1,3 +1,5 @@
+import FanoutCore
+
 public struct KafkaHeader: Sendable, Hashable {
     public var name: String
     /// `nil` is a header with a null value (distinct from an empty one).
@@ -34,7 +36,7 @@ public struct KafkaMessage: Sendable, Hashable {
         self.timestampMilliseconds = timestampMilliseconds
     }
 
-    public var topicPartition: TopicPartition { TopicPartition(topic, partition) }
+    public var topicPartition: PartitionID { PartitionID(topic: topic, partition: partition) }
 
     /// The first header with this name.
     public func header(_ name: String) -> KafkaHeader? { headers.first { $0.name == name } }

@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 import Synchronization
 
 /// A consumer without group membership: reads exactly the partitions it is told to, from the
@@ -25,7 +26,7 @@ public final class KafkaPartitionReader: Sendable {
 
     /// Adds partitions to the assignment, each starting at its offset. Already-assigned partitions
     /// are an error from librdkafka; `unassign` them first to restart.
-    public func assign(_ starts: [TopicPartition: KafkaOffset]) throws {
+    public func assign(_ starts: [PartitionID: KafkaOffset]) throws {
         try ensureOpen()
         guard !starts.isEmpty else { return }
         let list = RDKafkaTopicPartitionList(offsets: starts.mapValues(\.rawValue))
@@ -35,7 +36,7 @@ public final class KafkaPartitionReader: Sendable {
         }
     }
 
-    public func unassign(_ partitions: some Collection<TopicPartition>) throws {
+    public func unassign(_ partitions: some Collection<PartitionID>) throws {
         try ensureOpen()
         guard !partitions.isEmpty else { return }
         let list = RDKafkaTopicPartitionList(partitions)
@@ -44,7 +45,7 @@ public final class KafkaPartitionReader: Sendable {
         }
     }
 
-    public func assignment() throws -> Set<TopicPartition> {
+    public func assignment() throws -> Set<PartitionID> {
         try ensureOpen()
         return try client.assignment()
     }
@@ -57,17 +58,17 @@ public final class KafkaPartitionReader: Sendable {
 
     /// Blocking: asks the partition leader for the low/high watermarks. Caught up when the next
     /// offset to read reaches `high` (as of the query).
-    public func watermarks(of partition: TopicPartition, timeout: Duration) throws -> KafkaWatermarks {
+    public func watermarks(of partition: PartitionID, timeout: Duration) throws -> KafkaWatermarks {
         try ensureOpen()
         return try client.watermarks(of: partition, timeout: timeout)
     }
 
-    public func pause(_ partitions: some Collection<TopicPartition>) throws {
+    public func pause(_ partitions: some Collection<PartitionID>) throws {
         try ensureOpen()
         try client.pause(partitions)
     }
 
-    public func resume(_ partitions: some Collection<TopicPartition>) throws {
+    public func resume(_ partitions: some Collection<PartitionID>) throws {
         try ensureOpen()
         try client.resume(partitions)
     }

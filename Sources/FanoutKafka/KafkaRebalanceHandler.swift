@@ -1,22 +1,24 @@
+import FanoutCore
+
 /// What the group consumer tells its owner about partition ownership changes.
 ///
 /// Threading: every closure runs synchronously on the thread inside `KafkaConsumer.poll` (or
 /// `close`), the consumer's polling thread. Keep them short; never call `poll` from inside.
 public struct KafkaRebalanceHandler: Sendable {
     /// Newly added partitions (incremental with cooperative-sticky), already assigned when called.
-    public var assigned: @Sendable ([TopicPartition]) -> Void
+    public var assigned: @Sendable ([PartitionID]) -> Void
     /// Partitions about to be taken away in an orderly rebalance or on `close`. Return the offsets
     /// ("next to read") to commit for them; the consumer commits them synchronously right away,
     /// before the incremental unassign, while this member's generation is still valid. A failed
     /// commit is reported in the next poll batch's `errors` (or thrown from `close`).
-    public var revoking: @Sendable ([TopicPartition]) -> [TopicPartition: Int64]
+    public var revoking: @Sendable ([PartitionID]) -> [PartitionID: Int64]
     /// Partitions lost without an orderly handoff (session timeout, fenced): another member may
     /// own them already, so nothing is committed; drop their state.
-    public var lost: @Sendable ([TopicPartition]) -> Void
+    public var lost: @Sendable ([PartitionID]) -> Void
 
-    public init(assigned: @escaping @Sendable ([TopicPartition]) -> Void = { _ in },
-                revoking: @escaping @Sendable ([TopicPartition]) -> [TopicPartition: Int64] = { _ in [:] },
-                lost: @escaping @Sendable ([TopicPartition]) -> Void = { _ in }) {
+    public init(assigned: @escaping @Sendable ([PartitionID]) -> Void = { _ in },
+                revoking: @escaping @Sendable ([PartitionID]) -> [PartitionID: Int64] = { _ in [:] },
+                lost: @escaping @Sendable ([PartitionID]) -> Void = { _ in }) {
         self.assigned = assigned
         self.revoking = revoking
         self.lost = lost

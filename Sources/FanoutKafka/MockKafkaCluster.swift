@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 
 /// librdkafka's in-process mock Kafka cluster: real Kafka protocol on loopback ports, served by
 /// this object's own librdkafka threads. Other processes can use `bootstrapServers` too.
@@ -57,11 +58,6 @@ public final class MockKafkaCluster: @unchecked Sendable {
         rd_kafka_mock_clear_request_errors(cluster, apiKey.rawValue)
     }
 
-    /// Every request touching this topic fails with `error` (`.noError` clears it).
-    public func setTopicError(_ topic: String, _ error: KafkaResponseCode) {
-        rd_kafka_mock_topic_set_error(cluster, topic, error.rd)
-    }
-
     public func setBrokerDown(_ broker: Int32) throws {
         try check(rd_kafka_mock_broker_set_down(cluster, broker), "could not take broker \(broker) down")
     }
@@ -75,7 +71,7 @@ public final class MockKafkaCluster: @unchecked Sendable {
                   "could not set the round-trip time of broker \(broker)")
     }
 
-    public func setPartitionLeader(_ partition: TopicPartition, broker: Int32) throws {
+    public func setPartitionLeader(_ partition: PartitionID, broker: Int32) throws {
         try check(rd_kafka_mock_partition_set_leader(cluster, partition.topic, partition.partition, broker),
                   "could not move the leader of \(partition) to broker \(broker)")
     }

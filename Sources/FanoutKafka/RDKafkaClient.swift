@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 import Synchronization
 
 /// Owns one `rd_kafka_t` and the context object whose pointer librdkafka holds as its opaque.
@@ -49,8 +50,6 @@ final class RDKafkaClient: @unchecked Sendable {
         try body(handle)
     }
 
-    var name: String { String(cString: rd_kafka_name(handle)) }
-
     // MARK: Consumer operations shared by the group consumer and the partition reader
 
     /// Blocking: waits up to `timeout` for the first event, then drains what is ready without waiting.
@@ -78,7 +77,7 @@ final class RDKafkaClient: @unchecked Sendable {
                 }
                 batch.messages.append(Self.copy(message, topic: topic))
             } else if err == RD_KAFKA_RESP_ERR__PARTITION_EOF, let rkt = message.pointee.rkt {
-                batch.reachedEnd.append(TopicPartition(String(cString: rd_kafka_topic_name(rkt)), message.pointee.partition))
+                batch.reachedEnd.append(PartitionID(topic: String(cString: rd_kafka_topic_name(rkt)), partition: message.pointee.partition))
             } else if err == RD_KAFKA_RESP_ERR__FATAL {
                 throw fatalError(context: "consumer")
             } else {
@@ -125,7 +124,7 @@ final class RDKafkaClient: @unchecked Sendable {
                           "\(context) hit a fatal librdkafka error and must be recreated: \(cString(errstr))")
     }
 
-    func pause(_ partitions: some Collection<TopicPartition>) throws {
+    func pause(_ partitions: some Collection<PartitionID>) throws {
         guard !partitions.isEmpty else { return }
         let list = RDKafkaTopicPartitionList(partitions)
         let err = list.withPointer { rd_kafka_pause_partitions(handle, $0) }
@@ -135,7 +134,7 @@ final class RDKafkaClient: @unchecked Sendable {
         }
     }
 
-    func resume(_ partitions: some Collection<TopicPartition>) throws {
+    func resume(_ partitions: some Collection<PartitionID>) throws {
         guard !partitions.isEmpty else { return }
         let list = RDKafkaTopicPartitionList(partitions)
         let err = list.withPointer { rd_kafka_resume_partitions(handle, $0) }
@@ -145,7 +144,7 @@ final class RDKafkaClient: @unchecked Sendable {
         }
     }
 
-    func assignment() throws -> Set<TopicPartition> {
+    func assignment() throws -> Set<PartitionID> {
         var pointer: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
         let err = rd_kafka_assignment(handle, &pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let pointer else {
@@ -155,18 +154,18 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     /// Synchronous commit of explicit "next offset to read" values. Blocking.
-    func commit(_ offsets: [TopicPartition: Int64]) throws {
+    func commit(_ offsets: [PartitionID: Int64]) throws {
         guard !offsets.isEmpty else { return }
         let list = RDKafkaTopicPartitionList(offsets: offsets)
         let err = list.withPointer { rd_kafka_commit(handle, $0, 0) }
         let failures = list.failures
         if err != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {
-            throw KafkaError(.commit, err, "commit of \(TopicPartition.describe(offsets)) failed", partitionFailures: failures)
+            throw KafkaError(.commit, err, "commit of \(PartitionID.describe(offsets)) failed", partitionFailures: failures)
         }
     }
 
     /// Blocking: queries the broker for the partition's low and high watermarks.
-    func watermarks(of partition: TopicPartition, timeout: Duration) throws -> KafkaWatermarks {
+    func watermarks(of partition: PartitionID, timeout: Duration) throws -> KafkaWatermarks {
         var low: Int64 = -1
         var high: Int64 = -1
         let err = rd_kafka_query_watermark_offsets(handle, partition.topic, partition.partition, &low, &high,
@@ -180,7 +179,7 @@ final class RDKafkaClient: @unchecked Sendable {
     /// Non-blocking: the high watermark librdkafka last saw in a fetch response for this partition
     /// (updated on every fetched message set; stale while the partition is paused), or nil when none
     /// was seen yet.
-    func lastKnownHighWatermark(of partition: TopicPartition) -> Int64? {
+    func lastKnownHighWatermark(of partition: PartitionID) -> Int64? {
         var low: Int64 = -1
         var high: Int64 = -1
         let err = rd_kafka_get_watermark_offsets(handle, partition.topic, partition.partition, &low, &high)

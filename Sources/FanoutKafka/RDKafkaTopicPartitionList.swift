@@ -1,4 +1,5 @@
 import CRdKafka
+import FanoutCore
 
 /// Owns an `rd_kafka_topic_partition_list_t`.
 final class RDKafkaTopicPartitionList {
@@ -13,19 +14,19 @@ final class RDKafkaTopicPartitionList {
         self.pointer = pointer
     }
 
-    convenience init(_ partitions: some Collection<TopicPartition>, offset: Int64? = nil) {
+    convenience init(_ partitions: some Collection<PartitionID>, offset: Int64? = nil) {
         self.init(capacity: partitions.count)
         for partition in partitions { add(partition, offset: offset) }
     }
 
-    convenience init(offsets: [TopicPartition: Int64]) {
+    convenience init(offsets: [PartitionID: Int64]) {
         self.init(capacity: offsets.count)
         for (partition, offset) in offsets { add(partition, offset: offset) }
     }
 
     deinit { rd_kafka_topic_partition_list_destroy(pointer) }
 
-    func add(_ partition: TopicPartition, offset: Int64?) {
+    func add(_ partition: PartitionID, offset: Int64?) {
         let element = rd_kafka_topic_partition_list_add(pointer, partition.topic, partition.partition)!
         if let offset { element.pointee.offset = offset }
     }
@@ -37,7 +38,7 @@ final class RDKafkaTopicPartitionList {
     var entries: [Entry] { Self.entries(of: pointer) }
 
     struct Entry {
-        var partition: TopicPartition
+        var partition: PartitionID
         var offset: Int64
         var error: KafkaResponseCode
     }
@@ -48,7 +49,7 @@ final class RDKafkaTopicPartitionList {
         guard count > 0, let elements = list.pointee.elems else { return [] }
         return (0..<count).map { index in
             let element = elements[index]
-            return Entry(partition: TopicPartition(String(cString: element.topic), element.partition),
+            return Entry(partition: PartitionID(topic: String(cString: element.topic), partition: element.partition),
                          offset: element.offset, error: KafkaResponseCode(element.err))
         }
     }

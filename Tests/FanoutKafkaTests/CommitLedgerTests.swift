@@ -1,9 +1,10 @@
+import FanoutCore
 import Testing
 @testable import FanoutKafka
 
 @Suite struct CommitLedgerTests {
-    let p0 = TopicPartition("t", 0)
-    let p1 = TopicPartition("t", 1)
+    let p0 = PartitionID(topic: "t", partition: 0)
+    let p1 = PartitionID(topic: "t", partition: 1)
 
     @Test func eachCommitIsAnsweredOnceAndLateAnswersAreDropped() {
         var ledger = CommitLedger()

@@ -1,3 +1,4 @@
+import FanoutCore
 import Testing
 @testable import FanoutKafka
 
@@ -6,7 +7,7 @@ import Testing
     static func readBack(_ report: KafkaDeliveryReport, from cluster: MockKafkaCluster) async throws -> KafkaMessage {
         let reader = try KafkaPartitionReader(configuration: cluster.configuration())
         return try await onThread { () -> KafkaMessage in
-            try reader.assign([TopicPartition(report.topic, report.partition): .offset(report.offset)])
+            try reader.assign([PartitionID(topic: report.topic, partition: report.partition): .offset(report.offset)])
             var found: KafkaMessage?
             try pollUntil({ try reader.poll(timeout: $0) }, what: "dead letter") { batch in
                 found = found ?? batch.messages.first
@@ -29,7 +30,7 @@ import Testing
 
         let reader = try KafkaPartitionReader(configuration: cluster.configuration())
         let source = try await onThread { () -> KafkaMessage in
-            try reader.assign([TopicPartition(topic, 1): .beginning])
+            try reader.assign([PartitionID(topic: topic, partition: 1): .beginning])
             var found: KafkaMessage?
             try pollUntil({ try reader.poll(timeout: $0) }, what: "source record") { batch in
                 found = found ?? batch.messages.first

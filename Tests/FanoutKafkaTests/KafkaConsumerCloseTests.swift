@@ -1,3 +1,4 @@
+import FanoutCore
 import Foundation
 import Synchronization
 import Testing
@@ -9,8 +10,8 @@ import Testing
 @Suite struct KafkaConsumerCloseTests {
     /// One group member polled on its own thread until told to stop, then closed on that thread.
     final class Observed: Sendable {
-        let owned = Mutex<Set<TopicPartition>>([])
-        let everOwned = Mutex<Set<TopicPartition>>([])
+        let owned = Mutex<Set<PartitionID>>([])
+        let everOwned = Mutex<Set<PartitionID>>([])
         let lostCount = Atomic(0)
         /// librdkafka group-protocol log lines (`debug=cgrp`) matching the watched texts.
         let seen = Mutex<[String]>([])
@@ -20,8 +21,8 @@ import Testing
         let observed = Observed()
         let stop = Flag()
         let consumer: KafkaConsumer
-        var owned: Set<TopicPartition> { observed.owned.withLock { $0 } }
-        var everOwned: Set<TopicPartition> { observed.everOwned.withLock { $0 } }
+        var owned: Set<PartitionID> { observed.owned.withLock { $0 } }
+        var everOwned: Set<PartitionID> { observed.everOwned.withLock { $0 } }
         var lostCount: Int { observed.lostCount.load(ordering: .relaxed) }
 
         init(_ cluster: MockKafkaCluster, group: String, watched: [String] = [], _ extra: [String: String] = [:]) throws {
@@ -63,14 +64,14 @@ import Testing
 
     static let joinAnswered = "JoinGroup response: GenerationId"
 
-    func topic(_ cluster: MockKafkaCluster, partitions: Int32 = 4) throws -> (String, Set<TopicPartition>) {
+    func topic(_ cluster: MockKafkaCluster, partitions: Int32 = 4) throws -> (String, Set<PartitionID>) {
         let topic = uniqueName("close")
         try cluster.createTopic(topic, partitions: Int(partitions))
-        return (topic, Set((0..<partitions).map { TopicPartition(topic, $0) }))
+        return (topic, Set((0..<partitions).map { PartitionID(topic: topic, partition: $0) }))
     }
 
     /// A steady member owning every partition, polled until the test stops it.
-    func steadyMember(_ cluster: MockKafkaCluster, group: String, topic: String, all: Set<TopicPartition>,
+    func steadyMember(_ cluster: MockKafkaCluster, group: String, topic: String, all: Set<PartitionID>,
                       watched: [String] = []) async throws -> (Member, Task<Void, Error>) {
         let member = try Member(cluster, group: group, watched: watched)
         let run = Task { try await member.run(topic) }
@@ -79,7 +80,7 @@ import Testing
     }
 
     /// `remaining` takes over every partition after the closed member left, then closes itself.
-    func expectTakeover(by remaining: Member, _ run: Task<Void, Error>, of all: Set<TopicPartition>) async throws {
+    func expectTakeover(by remaining: Member, _ run: Task<Void, Error>, of all: Set<PartitionID>) async throws {
         try await waitUntil("the remaining member to own every partition") { remaining.owned == all }
         remaining.stop.set()
         try await run.value

@@ -1,3 +1,4 @@
+import FanoutCore
 import Foundation
 import Synchronization
 import Testing
@@ -26,8 +27,8 @@ import Testing
         let topic = uniqueName("async-commit")
         let group = uniqueName("group")
         try cluster.createTopic(topic, partitions: 2)
-        let p0 = TopicPartition(topic, 0)
-        let p1 = TopicPartition(topic, 1)
+        let p0 = PartitionID(topic: topic, partition: 0)
+        let p1 = PartitionID(topic: topic, partition: 1)
         try cluster.setPartitionLeader(p0, broker: 2)
         try cluster.setPartitionLeader(p1, broker: 2)
         try cluster.setCoordinator(keyType: "group", key: group, broker: 1)
@@ -85,8 +86,8 @@ import Testing
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("refused-commit")
         try cluster.createTopic(topic, partitions: 2)
-        let p0 = TopicPartition(topic, 0)
-        let p1 = TopicPartition(topic, 1)
+        let p0 = PartitionID(topic: topic, partition: 0)
+        let p1 = PartitionID(topic: topic, partition: 1)
         let consumer = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: uniqueName("group"))
         let answers = try await onThread { () -> [KafkaCommitAnswer] in
             try consumer.subscribe([topic])
@@ -119,7 +120,7 @@ import Testing
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("close-commit")
         try cluster.createTopic(topic, partitions: 1)
-        let p0 = TopicPartition(topic, 0)
+        let p0 = PartitionID(topic: topic, partition: 0)
         let consumer = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: uniqueName("group"))
         let (ids, answers) = try await onThread { () -> ([KafkaCommitID], [KafkaCommitAnswer]) in
             try consumer.subscribe([topic])

@@ -1,3 +1,4 @@
+import FanoutCore
 import Foundation
 import Synchronization
 import Testing
@@ -13,7 +14,7 @@ import Testing
         let header = KafkaHeader(name: "trace", string: "t-1")
         let reports = try await produceAll(producer, topic: topic, range: 0..<200, headers: [header])
 
-        let assigned = Mutex<[TopicPartition]>([])
+        let assigned = Mutex<[PartitionID]>([])
         let consumer = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: uniqueName("group"),
                                          rebalance: KafkaRebalanceHandler(assigned: { partitions in
                                              assigned.withLock { $0 += partitions }
@@ -28,7 +29,7 @@ import Testing
             try consumer.close()
             return messages
         }
-        #expect(Set(assigned.withLock { $0 }) == Set((0..<4).map { TopicPartition(topic, $0) }))
+        #expect(Set(assigned.withLock { $0 }) == Set((0..<4).map { PartitionID(topic: topic, partition: $0) }))
         #expect(messages.count == 200)
         #expect(Set(messages.map { text($0.value)! }) == Set((0..<200).map { "value-\($0)" }))
         for message in messages {
@@ -37,7 +38,7 @@ import Testing
             #expect(message.timestampMilliseconds != nil)
         }
         // Each record arrived at the partition/offset its delivery report named, in offset order.
-        let reported = Set(reports.map { TopicPartition($0.topic, $0.partition).description + "@\($0.offset)" })
+        let reported = Set(reports.map { PartitionID(topic: $0.topic, partition: $0.partition).description + "@\($0.offset)" })
         #expect(Set(messages.map { "\($0.topicPartition)@\($0.offset)" }) == reported)
         for partition in Set(messages.map(\.partition)) {
             let offsets = messages.filter { $0.partition == partition }.map(\.offset)
@@ -54,11 +55,11 @@ import Testing
         try await produceAll(producer, topic: topic, range: 0..<20, partition: 0)
         try await produceAll(producer, topic: topic, range: 20..<30, partition: 1)
         let group = uniqueName("group")
-        let p0 = TopicPartition(topic, 0)
-        let p1 = TopicPartition(topic, 1)
+        let p0 = PartitionID(topic: topic, partition: 0)
+        let p1 = PartitionID(topic: topic, partition: 1)
 
         let first = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: group)
-        let committed = try await onThread { () -> [TopicPartition: Int64?] in
+        let committed = try await onThread { () -> [PartitionID: Int64?] in
             try first.subscribe([topic])
             var count = 0
             try pollUntil({ try first.poll(timeout: $0) }, what: "all 30 records") { batch in
@@ -75,9 +76,9 @@ import Testing
         #expect(committed[p1] == 4)
 
         let second = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: group)
-        let resumed = try await onThread { () -> [TopicPartition: [Int64]] in
+        let resumed = try await onThread { () -> [PartitionID: [Int64]] in
             try second.subscribe([topic])
-            var offsets: [TopicPartition: [Int64]] = [:]
+            var offsets: [PartitionID: [Int64]] = [:]
             try pollUntil({ try second.poll(timeout: $0) }, what: "the uncommitted tail") { batch in
                 for message in batch.messages { offsets[message.topicPartition, default: []].append(message.offset) }
                 return offsets.values.reduce(0) { $0 + $1.count } >= 7 + 6
@@ -93,14 +94,14 @@ import Testing
     /// returns its processed offsets from the revoke handler.
     final class Member: Sendable {
         struct State {
-            var processed: [TopicPartition: Int64] = [:]      // next offset to read
-            var committed: [TopicPartition: Int64] = [:]      // last commit known to have succeeded
-            var pendingRevoke: [TopicPartition: Int64] = [:]  // handed to the consumer to commit
+            var processed: [PartitionID: Int64] = [:]      // next offset to read
+            var committed: [PartitionID: Int64] = [:]      // last commit known to have succeeded
+            var pendingRevoke: [PartitionID: Int64] = [:]  // handed to the consumer to commit
             /// Where the next owner must start for each partition this member gave away.
-            var handoff: [TopicPartition: Int64] = [:]
-            var firstOffsets: [TopicPartition: Int64] = [:]
+            var handoff: [PartitionID: Int64] = [:]
+            var firstOffsets: [PartitionID: Int64] = [:]
             var values: [String] = []
-            var owned: Set<TopicPartition> = []
+            var owned: Set<PartitionID> = []
             var revokeCommitFailures = 0
         }
         let state = Mutex(State())
@@ -136,7 +137,7 @@ import Testing
 
         func take(_ batch: KafkaPollBatch, from consumer: KafkaConsumer) {
             settleRevoke(succeeded: !batch.errors.contains { $0.code == .commit })
-            let toCommit = state.withLock { state -> [TopicPartition: Int64] in
+            let toCommit = state.withLock { state -> [PartitionID: Int64] in
                 for message in batch.messages {
                     if state.firstOffsets[message.topicPartition] == nil { state.firstOffsets[message.topicPartition] = message.offset }
                     state.processed[message.topicPartition] = message.offset + 1
@@ -155,7 +156,7 @@ import Testing
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("split")
         let partitionCount: Int32 = 6
-        let all = Set((0..<partitionCount).map { TopicPartition(topic, $0) })
+        let all = Set((0..<partitionCount).map { PartitionID(topic: topic, partition: $0) })
         try cluster.createTopic(topic, partitions: Int(partitionCount))
         let producer = try KafkaProducer(configuration: cluster.configuration())
         try await produceAll(producer, topic: topic, range: 0..<120)
@@ -230,9 +231,9 @@ import Testing
         let auditor = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: group)
         let reader = try KafkaPartitionReader(configuration: cluster.configuration())
         let sorted = all.sorted()
-        let (committed, ends) = try await onThread { () -> ([TopicPartition: Int64?], [TopicPartition: Int64?]) in
+        let (committed, ends) = try await onThread { () -> ([PartitionID: Int64?], [PartitionID: Int64?]) in
             let committed = try auditor.committed(sorted, timeout: .seconds(10))
-            var ends: [TopicPartition: Int64?] = [:]
+            var ends: [PartitionID: Int64?] = [:]
             for partition in sorted { ends[partition] = try reader.watermarks(of: partition, timeout: .seconds(10)).high }
             try auditor.close()
             return (committed, ends)
@@ -245,8 +246,8 @@ import Testing
         let topic = uniqueName("pause")
         try cluster.createTopic(topic, partitions: 2)
         let producer = try KafkaProducer(configuration: cluster.configuration())
-        let p0 = TopicPartition(topic, 0)
-        let p1 = TopicPartition(topic, 1)
+        let p0 = PartitionID(topic: topic, partition: 0)
+        let p1 = PartitionID(topic: topic, partition: 1)
         let consumer = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: uniqueName("group"))
         try await onThread {
             try consumer.subscribe([topic])
@@ -330,7 +331,7 @@ import Testing
         #expect(Array(events.withLock { $0 }.prefix(2)) == ["assigned 2", "lost 2"])
         #expect(!events.withLock { $0 }.contains("revoking 2"))
         #expect(errors.contains { $0.underlying.name == "_MAX_POLL_EXCEEDED" })
-        let committed = try await onThread { try consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout: .seconds(10)) }
+        let committed = try await onThread { try consumer.committed([PartitionID(topic: topic, partition: 0), PartitionID(topic: topic, partition: 1)], timeout: .seconds(10)) }
         #expect(committed.values.allSatisfy { $0 == nil })
         try await onThread { try consumer.close() }
     }

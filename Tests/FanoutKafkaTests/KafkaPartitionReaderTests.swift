@@ -1,3 +1,4 @@
+import FanoutCore
 import Foundation
 import Testing
 @testable import FanoutKafka
@@ -12,7 +13,7 @@ import Testing
         try await produceAll(producer, topic: topic, range: 100..<105, partition: 2)
 
         let reader = try KafkaPartitionReader(configuration: cluster.configuration())
-        let partition = TopicPartition(topic, 1)
+        let partition = PartitionID(topic: topic, partition: 1)
         let (marks, read, caughtUp) = try await onThread { () -> (KafkaWatermarks, [KafkaMessage], Bool) in
             let marks = try reader.watermarks(of: partition, timeout: .seconds(10))
             try reader.assign([partition: .beginning])
@@ -46,7 +47,7 @@ import Testing
         try await produceAll(producer, topic: topic, range: 0..<10, partition: 0)
         let reader = try KafkaPartitionReader(configuration: cluster.configuration())
         let offsets = try await onThread { () -> [Int64] in
-            try reader.assign([TopicPartition(topic, 0): .offset(6)])
+            try reader.assign([PartitionID(topic: topic, partition: 0): .offset(6)])
             var offsets: [Int64] = []
             try pollUntil({ try reader.poll(timeout: $0) }, what: "end of partition") { batch in
                 offsets += batch.messages.map(\.offset)
@@ -75,7 +76,7 @@ import Testing
         _ = try await producer.produce(topic: topic, partition: 0, key: nil, value: bytes("now"))
         let reader = try KafkaPartitionReader(configuration: cluster.configuration())
         let stamps = try await onThread { () -> [Int64?] in
-            try reader.assign([TopicPartition(topic, 0): .beginning])
+            try reader.assign([PartitionID(topic: topic, partition: 0): .beginning])
             var stamps: [Int64?] = []
             try pollUntil({ try reader.poll(timeout: $0) }, what: "end of partition") { batch in
                 stamps += batch.messages.map(\.timestampMilliseconds)

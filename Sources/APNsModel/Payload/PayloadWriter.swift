@@ -32,39 +32,13 @@ struct PayloadWriter {
         }
     }
 
-    mutating func string(_ text: String) {
-        buffer.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            if let escape = Self.escape(byte) {
-                buffer.append(contentsOf: escape.utf8)
-            } else {
-                buffer.append(byte)
-            }
-        }
-        buffer.append(UInt8(ascii: "\""))
-    }
+    mutating func string(_ text: String) { JSONString.append(text, to: &buffer) }
 
     /// A Double written as an integer when it is one (JSON `50`, not `50.0`).
     static func exactInteger(_ value: Double) -> Int64? {
         guard value.isFinite, value == value.rounded(), value.magnitude < 9.0e15 else { return nil }
         if value == 0 { return 0 }  // also writes -0.0 as 0
         return Int64(value)
-    }
-
-    static func escape(_ byte: UInt8) -> String? {
-        switch byte {
-        case UInt8(ascii: "\""): return "\\\""
-        case UInt8(ascii: "\\"): return "\\\\"
-        case 0x0A: return "\\n"
-        case 0x0D: return "\\r"
-        case 0x09: return "\\t"
-        case 0x08: return "\\b"
-        case 0x0C: return "\\f"
-        case 0..<0x20:
-            let hex = Array("0123456789abcdef")
-            return "\\u00" + String(hex[Int(byte >> 4)]) + String(hex[Int(byte & 0xF)])
-        default: return nil
-        }
     }
 
     struct Counter {
@@ -89,9 +63,6 @@ struct PayloadWriter {
             }
         }
 
-        mutating func string(_ text: String) {
-            count += 2
-            for byte in text.utf8 { count += PayloadWriter.escape(byte)?.utf8.count ?? 1 }
-        }
+        mutating func string(_ text: String) { count += JSONString.encodedCount(text) }
     }
 }

@@ -1,3 +1,4 @@
+import APNsModel
 import Foundation
 
 /// Broadcast channels per app (APNS.md §6): random base64 IDs, a storage policy fixed at creation,

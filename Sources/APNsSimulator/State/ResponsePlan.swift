@@ -1,3 +1,4 @@
+import APNsModel
 import Foundation
 
 /// What the connection should send for one request, and what to do afterwards.
@@ -26,25 +27,15 @@ struct ResponsePlan {
 
     private static func errorAnswer(status: Int, reason: String, timestampMillis: Int64?, detail: String?,
                                     idHeader: String, id: String) -> ResponsePlan {
-        var json = "{\"reason\":\(jsonString(reason))"
+        var json = "{\"reason\":"
+        JSONString.append(reason, to: &json)
         if let millis = timestampMillis { json += ",\"timestamp\":\(millis)" }
-        if let detail { json += ",\"detail\":\(jsonString(detail))" }
+        if let detail {
+            json += ",\"detail\":"
+            JSONString.append(detail, to: &json)
+        }
         json += "}"
         return ResponsePlan(status: status, headers: [(idHeader, id), ("content-type", "application/json")],
                             body: Array(json.utf8))
-    }
-
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -1,3 +1,4 @@
+import APNsModel
 import Foundation
 
 /// Channel management (APNS.md §6, the api-manage-broadcast listener): create, read, delete, list.

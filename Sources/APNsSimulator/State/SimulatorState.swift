@@ -1,3 +1,5 @@
+import APNsModel
+
 /// All state shared between event-loop threads, behind the simulator's one `Mutex`: fault settings
 /// and their seeded generator, token states and rates, channels, counters, the in-memory delivery log,
 /// device views and the lines waiting for the log writer. Pure: callers pass the time in.

@@ -1,3 +1,4 @@
+import APNsModel
 import FanoutCrypto
 import FanoutHTTP2
 import Foundation
@@ -274,7 +275,9 @@ final class ServerConnection: HTTP2SessionDelegate {
         if case .goAway(let reason) = plan.after, !goingAway {
             goingAway = true
             goAwayAt = DispatchTime.now().uptimeNanoseconds
-            let json = Array("{\"reason\":\(ResponsePlan.jsonString(reason))}".utf8)
+            var json = Array("{\"reason\":".utf8)
+            JSONString.append(reason, to: &json)
+            json.append(UInt8(ascii: "}"))
             // The fault asks for this connection to end; if the GOAWAY cannot be queued, end it by closing.
             do {
                 try session.submitGoAway(lastStreamID: session.lastProcessedStreamID, errorCode: .noError, debugData: json)

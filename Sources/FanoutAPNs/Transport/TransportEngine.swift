@@ -117,8 +117,6 @@ final class ShutdownSignal: Sendable {
             if resumeNow { continuation.resume() }
         }
     }
-
-    var isDone: Bool { state.withLock { $0.done } }
 }
 
 extension ConnectionGate.Completion {

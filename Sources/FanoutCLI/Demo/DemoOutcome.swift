@@ -1,4 +1,5 @@
 import APNsSimulator
+import FanoutCore
 import FanoutKafka
 import FanoutWorker
 import Synchronization
@@ -26,8 +27,8 @@ struct DemoOutcome: Sendable {
     var worker: WorkerSummary
     var ledger: ProduceLedger.State
     /// The group's committed offsets read back after the worker stopped (nil: never committed).
-    var committed: [TopicPartition: Int64?]
-    var eventPartitions: [TopicPartition]
+    var committed: [PartitionID: Int64?]
+    var eventPartitions: [PartitionID]
     var deadLetters: [DeadLetter]
     var feedback: [Feedback]
     var deliveries: [DeliveryRecord]

@@ -1,4 +1,5 @@
 import APNsSimulator
+import FanoutCore
 import FanoutKafka
 import FanoutWorker
 import Foundation
@@ -25,7 +26,7 @@ final class DemoStage: Sendable {
     var simulator: APNsSimulator { pipeline.simulator }
     var cluster: MockKafkaCluster { pipeline.cluster }
     var configuration: FanoutConfiguration { pipeline.configuration }
-    var eventPartitions: [TopicPartition] { pipeline.eventPartitions }
+    var eventPartitions: [PartitionID] { pipeline.eventPartitions }
 
     /// - Parameters:
     ///   - directory: where the signing key, the worker's JSON log and (when kept) the delivery log go.

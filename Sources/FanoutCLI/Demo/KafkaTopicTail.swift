@@ -1,3 +1,4 @@
+import FanoutCore
 import FanoutKafka
 import Foundation
 import Synchronization
@@ -20,7 +21,7 @@ final class KafkaTopicTail: Sendable {
     private let state = Mutex(State())
     private let finished = DispatchSemaphore(value: 0)
 
-    init(configuration: KafkaConfiguration, partitions: [TopicPartition], capacity: Int = 10_000) throws {
+    init(configuration: KafkaConfiguration, partitions: [PartitionID], capacity: Int = 10_000) throws {
         reader = try KafkaPartitionReader(configuration: configuration)
         self.capacity = capacity
         try reader.assign(Dictionary(uniqueKeysWithValues: partitions.map { ($0, KafkaOffset.beginning) }))

@@ -1,4 +1,5 @@
 import APNsSimulator
+import FanoutCore
 import FanoutKafka
 import FanoutWorker
 import Foundation
@@ -43,9 +44,9 @@ final class EmbeddedPipeline: Sendable {
     let cluster: MockKafkaCluster
     let configuration: FanoutConfiguration
     /// The partitions whose commits count: activity-updates and broadcast-updates.
-    let eventPartitions: [TopicPartition]
+    let eventPartitions: [PartitionID]
     /// The dead-letter topics and activity-token-feedback (one partition each).
-    let outcomePartitions: [TopicPartition]
+    let outcomePartitions: [PartitionID]
 
     /// - Parameters:
     ///   - configure: adjusts the workers' configuration after the embedded defaults are set.
@@ -77,11 +78,11 @@ final class EmbeddedPipeline: Sendable {
             (topics.activityTokenFeedback, 1),
         ]
         for (name, count) in partitions { try cluster.createTopic(name, partitions: count) }
-        outcomePartitions = [TopicPartition(topics.deadLetterTopic(for: topics.activityUpdates), 0),
-                             TopicPartition(topics.deadLetterTopic(for: topics.broadcastUpdates), 0),
-                             TopicPartition(topics.activityTokenFeedback, 0)]
-        eventPartitions = (0..<layout.activityPartitions).map { TopicPartition(topics.activityUpdates, Int32($0)) }
-            + (0..<layout.broadcastPartitions).map { TopicPartition(topics.broadcastUpdates, Int32($0)) }
+        outcomePartitions = [PartitionID(topic: topics.deadLetterTopic(for: topics.activityUpdates), partition: 0),
+                             PartitionID(topic: topics.deadLetterTopic(for: topics.broadcastUpdates), partition: 0),
+                             PartitionID(topic: topics.activityTokenFeedback, partition: 0)]
+        eventPartitions = (0..<layout.activityPartitions).map { PartitionID(topic: topics.activityUpdates, partition: Int32($0)) }
+            + (0..<layout.broadcastPartitions).map { PartitionID(topic: topics.broadcastUpdates, partition: Int32($0)) }
 
         var trusted: [String: String] = [:]
         for signer in signers { trusted[signer.credentials.keyID] = try signer.credentials.publicKeyPEM() }
@@ -173,7 +174,7 @@ final class EmbeddedPipeline: Sendable {
     }
 
     /// Event partitions whose committed offset (as the workers report it) has not reached `ends`.
-    func pendingCommits(ends: [TopicPartition: Int64]) -> [String] {
+    func pendingCommits(ends: [PartitionID: Int64]) -> [String] {
         let committed = summary.committed
         return eventPartitions.compactMap { partition in
             let end = ends[partition] ?? 0
@@ -193,8 +194,8 @@ final class EmbeddedPipeline: Sendable {
     }
 
     /// The group's committed offsets of the event partitions, read from the coordinator (after `shutdown()`).
-    func committedOffsets() async throws -> [TopicPartition: Int64?] {
-        try await onOwnThread { [cluster, configuration, eventPartitions] () throws -> [TopicPartition: Int64?] in
+    func committedOffsets() async throws -> [PartitionID: Int64?] {
+        try await onOwnThread { [cluster, configuration, eventPartitions] () throws -> [PartitionID: Int64?] in
             // Not subscribed: it never joins the group, it only asks the coordinator for the group's commits.
             let reader = try KafkaConsumer(configuration: cluster.configuration(["log_level": "3"]), groupID: configuration.kafka.groupID)
             let committed = try reader.committed(eventPartitions, timeout: .seconds(5))

@@ -1,3 +1,4 @@
+import FanoutCore
 import FanoutKafka
 import Synchronization
 
@@ -8,7 +9,7 @@ final class ProduceLedger: Sendable {
         var enqueued: [String: Int] = [:]
         var acked: [String: Int] = [:]
         /// Next offset to be written per partition (highest acknowledged offset + 1).
-        var ends: [TopicPartition: Int64] = [:]
+        var ends: [PartitionID: Int64] = [:]
         var failed: [String: Int] = [:]
         var failures: [String] = []
         /// Token → UNIX seconds when the simulator started answering 410 for it.
@@ -26,7 +27,7 @@ final class ProduceLedger: Sendable {
             switch result {
             case .success(let report):
                 state.acked[topic, default: 0] += 1
-                let partition = TopicPartition(report.topic, report.partition)
+                let partition = PartitionID(topic: report.topic, partition: report.partition)
                 state.ends[partition] = max(state.ends[partition] ?? 0, report.offset + 1)
             case .failure(let error):
                 state.failed[topic, default: 0] += 1

@@ -1,3 +1,4 @@
+import APNsModel
 import FanoutCore
 
 /// The seeded, realistic mix `fanout loadtest` publishes, generated one record at a time (memory is

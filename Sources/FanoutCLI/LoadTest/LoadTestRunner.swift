@@ -1,4 +1,5 @@
 import APNsSimulator
+import FanoutCore
 import FanoutKafka
 import FanoutWorker
 import Foundation
@@ -302,8 +303,8 @@ enum LoadTestRunner {
                                       p50Millis: ranks?[0], p90Millis: ranks?[1], p99Millis: ranks?[2], maxMillis: ranks?[3])
     }
 
-    static func checks(report: LoadTestReport, summary: WorkerSummary, audit: BudgetAudit, committed: [TopicPartition: Int64?],
-                       ends: [TopicPartition: Int64], missed: Int, feedback: Int, logFailures: Int) -> [LoadTestReport.Check] {
+    static func checks(report: LoadTestReport, summary: WorkerSummary, audit: BudgetAudit, committed: [PartitionID: Int64?],
+                       ends: [PartitionID: Int64], missed: Int, feedback: Int, logFailures: Int) -> [LoadTestReport.Check] {
         var checks: [LoadTestReport.Check] = []
         func check(_ name: String, _ description: String, _ count: Int, _ example: String?) {
             checks.append(.init(name: name, description: description, passed: count == 0, count: count, example: count == 0 ? nil : example))

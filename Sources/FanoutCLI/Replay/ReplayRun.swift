@@ -1,3 +1,4 @@
+import FanoutCore
 import FanoutKafka
 import Foundation
 import Synchronization
@@ -74,7 +75,7 @@ final class ReplayRun: Sendable {
 
         var ranges: [Int32: ReplayRange] = [:]
         for partition in partitions {
-            let marks = try reader.watermarks(of: TopicPartition(options.from, partition), timeout: Self.metadataTimeout)
+            let marks = try reader.watermarks(of: PartitionID(topic: options.from, partition: partition), timeout: Self.metadataTimeout)
             var start = marks.low
             if let asked = options.startOffset {
                 if asked < marks.low {
@@ -98,7 +99,7 @@ final class ReplayRun: Sendable {
         }
         var merge = ReplayMerge(ranges: ranges, readAhead: options.readAhead, count: options.count)
         let starts = ranges.filter { !$0.value.isEmpty }
-        try reader.assign(Dictionary(uniqueKeysWithValues: starts.map { (TopicPartition(options.from, $0.key), KafkaOffset.offset($0.value.start)) }))
+        try reader.assign(Dictionary(uniqueKeysWithValues: starts.map { (PartitionID(topic: options.from, partition: $0.key), KafkaOffset.offset($0.value.start)) }))
 
         var copy = CopyLoop(options: options, reader: reader, producer: producer, stop: stop, progress: progress,
                             deliveries: deliveries)
@@ -227,8 +228,8 @@ private struct CopyLoop {
             if consumeWarnings <= 20 { progress("replay: source: \(error)") }
         }
         let changes = merge.flowChanges()
-        try reader.pause(changes.pause.map { TopicPartition(options.from, $0) })
-        try reader.resume(changes.resume.map { TopicPartition(options.from, $0) })
+        try reader.pause(changes.pause.map { PartitionID(topic: options.from, partition: $0) })
+        try reader.resume(changes.resume.map { PartitionID(topic: options.from, partition: $0) })
     }
 
     private mutating func reportIfDue(_ merge: ReplayMerge) {

@@ -1,5 +1,5 @@
-/// A Kafka partition as the engine tracks it: topic name plus partition number.
-public struct PartitionID: Sendable, Hashable, CustomStringConvertible {
+/// A Kafka partition: topic name plus partition number, as the engine and the Kafka adapter both name it.
+public struct PartitionID: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var topic: String
     public var partition: Int32
     public init(topic: String, partition: Int32) {
@@ -7,6 +7,10 @@ public struct PartitionID: Sendable, Hashable, CustomStringConvertible {
         self.partition = partition
     }
     public var description: String { "\(topic)/\(partition)" }
+    /// By topic, then partition number.
+    public static func < (lhs: PartitionID, rhs: PartitionID) -> Bool {
+        (lhs.topic, lhs.partition) < (rhs.topic, rhs.partition)
+    }
 }
 
 /// Where one input record came from.

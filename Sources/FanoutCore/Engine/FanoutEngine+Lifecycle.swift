@@ -63,11 +63,6 @@ extension FanoutEngine {
         forget(lost)
     }
 
-    /// Partitions assigned and not closing (the worker's owned set, for shutdown and gauges).
-    public var activePartitions: [PartitionID] {
-        partitions.compactMap { state in state.flatMap { $0.phase == .closing ? nil : $0.id } }
-    }
-
     // MARK: Internals
 
     /// A closing partition with nothing in flight (or past its drain deadline) is drained.

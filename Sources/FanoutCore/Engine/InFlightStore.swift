@@ -37,18 +37,6 @@ struct InFlightStore: Sendable {
         count += 1
     }
 
-    /// The target of a send in flight (its slot and incarnation), without moving the send; nil for an unknown id.
-    func target(of id: UInt64) -> (slot: Int32, incarnation: UInt32)? {
-        guard id != 0 else { return nil }
-        var index = home(id)
-        while ids[index] != id {
-            guard ids[index] != 0 else { return nil }
-            index = (index + 1) & mask
-        }
-        guard let send = sends[Int(entries[index])] else { return nil }
-        return (send.slot, send.incarnation)
-    }
-
     /// Moves the send out; nil for an unknown id.
     mutating func remove(_ id: UInt64) -> InFlightSend? {
         guard id != 0 else { return nil }

@@ -1,3 +1,4 @@
+import APNsModel
 import FanoutCore
 import FanoutKafka
 import Foundation
@@ -73,16 +74,16 @@ final class RecordProducer: Sendable {
         })
     }
 
-    /// `{key, token, app, status, reason, apns_timestamp, observed_at}` (DESIGN §2), strings escaped by `Log.appendString`.
+    /// `{key, token, app, status, reason, apns_timestamp, observed_at}` (DESIGN §2), strings escaped by `JSONString`.
     static func feedbackValue(_ feedback: TokenFeedback) -> [UInt8] {
         var json = "{\"key\":"
-        Log.appendString(feedback.key, to: &json)
+        JSONString.append(feedback.key, to: &json)
         json += ",\"token\":"
-        Log.appendString(feedback.token, to: &json)
+        JSONString.append(feedback.token, to: &json)
         json += ",\"app\":"
-        Log.appendString(feedback.app, to: &json)
+        JSONString.append(feedback.app, to: &json)
         json += ",\"status\":\(feedback.status),\"reason\":"
-        Log.appendString(feedback.reason, to: &json)
+        JSONString.append(feedback.reason, to: &json)
         json += ",\"apns_timestamp\":" + (feedback.apnsTimestampMillis.map(String.init) ?? "null")
         json += ",\"observed_at\":\(feedback.observedAt)}"
         return Array(json.utf8)

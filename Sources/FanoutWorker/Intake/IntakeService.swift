@@ -15,10 +15,10 @@ import Synchronization
 final class IntakeService: PartitionActions {
     struct State: Sendable {
         /// What the group assigned (facts from the rebalance callback): records of other partitions are not fed.
-        var owned: Set<TopicPartition> = []
+        var owned: Set<PartitionID> = []
         /// Per owned partition: highest offset read + 1, and the last committed offset (for the lag gauge).
-        var readEnd: [TopicPartition: Int64] = [:]
-        var committedAt: [TopicPartition: Int64] = [:]
+        var readEnd: [PartitionID: Int64] = [:]
+        var committedAt: [PartitionID: Int64] = [:]
         /// Revokes the engine drained, with their final commit point, until the rebalance callback takes them.
         var drained: [PartitionID: CommitPoint?] = [:]
         var stopDeadline: ContinuousClock.Instant?
@@ -207,7 +207,7 @@ final class IntakeService: PartitionActions {
     /// that is further. Partitions with nothing committed yet by this worker are reported from the
     /// first offset it read.
     private func updateLag() {
-        let positions: [(TopicPartition, end: Int64, committed: Int64)] = state.withLock { state in
+        let positions: [(PartitionID, end: Int64, committed: Int64)] = state.withLock { state in
             state.readEnd.compactMap { partition, end in
                 guard state.owned.contains(partition), let committed = state.committedAt[partition] else { return nil }
                 return (partition, end, committed)
@@ -230,7 +230,7 @@ final class IntakeService: PartitionActions {
 
     /// Forgets a partition's lag bookkeeping and removes its gauge (revoked or lost): the new owner
     /// exports it, and a dashboard summing lag over workers must not count it twice or as zero.
-    private func forgetLag(_ partitions: [TopicPartition]) {
+    private func forgetLag(_ partitions: [PartitionID]) {
         state.withLock { state in
             for partition in partitions {
                 state.readEnd[partition] = nil
@@ -244,8 +244,7 @@ final class IntakeService: PartitionActions {
     private func committed(_ points: [CommitPoint]) {
         state.withLock { state in
             for point in points {
-                let tp = TopicPartition(point.partition.topic, point.partition.partition)
-                if state.owned.contains(tp) { state.committedAt[tp] = point.offset }
+                if state.owned.contains(point.partition) { state.committedAt[point.partition] = point.offset }
             }
         }
     }
@@ -257,14 +256,14 @@ final class IntakeService: PartitionActions {
     func unfollowTokens(_ partition: Int32) { tokens.unfollow(partition) }
 
     func pauseFetching(_ partitions: [PartitionID]) {
-        do { try consumer.pause(partitions.map(\.topicPartition)) } catch {
+        do { try consumer.pause(partitions) } catch {
             core.log.warning("could not pause partitions; trying again", ["error": .string("\(error)")])
             core.fetchControlFailed(partitions, paused: true)
         }
     }
 
     func resumeFetching(_ partitions: [PartitionID]) {
-        do { try consumer.resume(partitions.map(\.topicPartition)) } catch {
+        do { try consumer.resume(partitions) } catch {
             core.log.warning("could not resume partitions; trying again", ["error": .string("\(error)")])
             core.fetchControlFailed(partitions, paused: false)
         }
@@ -279,10 +278,10 @@ final class IntakeService: PartitionActions {
 
     // MARK: Rebalance callbacks (on the intake thread, inside poll/close)
 
-    private func assigned(_ partitions: [TopicPartition]) {
+    private func assigned(_ partitions: [PartitionID]) {
         core.metrics.rebalances.labels("assigned").increment(by: UInt64(partitions.count))
         state.withLock { $0.owned.formUnion(partitions) }
-        core.assign(partitions.map(\.partitionID))
+        core.assign(partitions)
         core.log.info("partitions assigned", ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])
     }
 
@@ -290,8 +289,7 @@ final class IntakeService: PartitionActions {
     /// `revokeDrainTimeout`) and hands each back with its final commit point, which librdkafka
     /// commits before the incremental unassign. This waits for that hand-back, without polling;
     /// sends of the other partitions go on meanwhile.
-    private func revoking(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
-        let ids = partitions.map(\.partitionID)
+    private func revoking(_ partitions: [PartitionID]) -> [PartitionID: Int64] {
         let aborted = state.withLock { state in
             state.owned.subtract(partitions)
             return state.aborted
@@ -299,18 +297,18 @@ final class IntakeService: PartitionActions {
         forgetLag(partitions)
         core.metrics.rebalances.labels("revoked").increment(by: UInt64(partitions.count))
         if aborted {
-            core.lose(ids)  // a crash commits nothing
+            core.lose(partitions)  // a crash commits nothing
             return [:]
         }
-        core.revoke(ids)
+        core.revoke(partitions)
         // The engine drains by its own deadline (the ticker fires it); this bound only guards against
         // a ticker that stopped, so a dead thread cannot hold the group's rebalance forever.
         let giveUpAt = DispatchTime.now() + (core.options.revokeDrainTimeout + .seconds(2)).timeInterval
         var points: [CommitPoint?] = []
         while true {
             let done: [CommitPoint?]? = state.withLock { state in
-                guard ids.allSatisfy({ state.drained[$0] != nil }) else { return nil }
-                return ids.map { state.drained.removeValue(forKey: $0)! }
+                guard partitions.allSatisfy({ state.drained[$0] != nil }) else { return nil }
+                return partitions.map { state.drained.removeValue(forKey: $0)! }
             }
             if let done {
                 points = done
@@ -318,34 +316,26 @@ final class IntakeService: PartitionActions {
             }
             if drainSignal.wait(timeout: giveUpAt) == .timedOut {
                 core.log.error("a revoke was not drained in time; giving the partitions up without a final commit (the next owner replays from the last one)",
-                               ["partitions": .string(ids.map(\.description).joined(separator: ","))])
-                core.lose(ids)
-                state.withLock { state in for id in ids { state.drained[id] = nil } }
+                               ["partitions": .string(partitions.map(\.description).joined(separator: ","))])
+                core.lose(partitions)
+                state.withLock { state in for partition in partitions { state.drained[partition] = nil } }
                 return [:]
             }
         }
-        var offsets: [TopicPartition: Int64] = [:]
-        for point in points.compactMap({ $0 }) { offsets[point.partition.topicPartition] = point.offset }
+        var offsets: [PartitionID: Int64] = [:]
+        for point in points.compactMap({ $0 }) { offsets[point.partition] = point.offset }
         if !offsets.isEmpty { core.commitAnswered(points.compactMap { $0 }, failed: []) }
         core.log.info("partitions revoked", ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ",")),
                                               "committing": .string(offsets.sorted { $0.key < $1.key }.map { "\($0.key)@\($0.value)" }.joined(separator: ","))])
         return offsets
     }
 
-    private func lost(_ partitions: [TopicPartition]) {
+    private func lost(_ partitions: [PartitionID]) {
         core.metrics.rebalances.labels("lost").increment(by: UInt64(partitions.count))
         forgetLag(partitions)
         state.withLock { $0.owned.subtract(partitions) }
-        core.lose(partitions.map(\.partitionID))
+        core.lose(partitions)
         core.log.warning("partitions lost without an orderly handoff; their state is dropped uncommitted",
                          ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])
     }
-}
-
-extension PartitionID {
-    var topicPartition: TopicPartition { TopicPartition(topic, partition) }
-}
-
-extension TopicPartition {
-    var partitionID: PartitionID { PartitionID(topic: topic, partition: partition) }
 }

@@ -40,9 +40,9 @@ final class OffsetCommitter: Sendable {
     func answered(_ answers: [KafkaCommitAnswer]) -> [CommitPoint] {
         var held: [CommitPoint] = []
         for answer in answers {
-            let points = answer.offsets.map { CommitPoint(partition: $0.key.partitionID, offset: $0.value) }
+            let points = answer.offsets.map { CommitPoint(partition: $0.key, offset: $0.value) }
             let stored = answer.committed
-            let failed = Set(answer.offsets.keys.filter { stored[$0] == nil }.map(\.partitionID))
+            let failed = Set(answer.offsets.keys.filter { stored[$0] == nil })
             core.commitAnswered(points, failed: failed)
             core.metrics.commits.labels(failed.isEmpty ? "ok" : "failed").increment()
             if let error = answer.error, error.code != .closed {
@@ -64,7 +64,7 @@ final class OffsetCommitter: Sendable {
     func commitNow(_ points: [CommitPoint]) -> Bool {
         guard !points.isEmpty else { return true }
         do {
-            try consumer.commit(Dictionary(uniqueKeysWithValues: points.map { ($0.partition.topicPartition, $0.offset) }))
+            try consumer.commit(Dictionary(uniqueKeysWithValues: points.map { ($0.partition, $0.offset) }))
             core.metrics.commits.labels("ok").increment()
             core.commitAnswered(points, failed: [])
             return true
@@ -84,7 +84,7 @@ final class OffsetCommitter: Sendable {
 
     private func start(_ points: [CommitPoint]) {
         do {
-            let id = try consumer.commitAsync(Dictionary(uniqueKeysWithValues: points.map { ($0.partition.topicPartition, $0.offset) }))
+            let id = try consumer.commitAsync(Dictionary(uniqueKeysWithValues: points.map { ($0.partition, $0.offset) }))
             state.withLock { $0.outstanding = id }
         } catch {
             // Not started (the consumer closed, or librdkafka refused): no answer will come.

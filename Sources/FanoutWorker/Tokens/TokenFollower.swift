@@ -73,7 +73,7 @@ final class TokenFollower: Sendable {
             for request in requests {
                 switch request {
                 case .follow(let partition, let assignment):
-                    let tp = TopicPartition(topic, partition)
+                    let tp = PartitionID(topic: topic, partition: partition)
                     if following.contains(partition) { unassign(tp) }
                     do {
                         try reader.assign([tp: .beginning])
@@ -93,7 +93,7 @@ final class TokenFollower: Sendable {
                     }
                 case .unfollow(let partition):
                     catchingUp[partition] = nil
-                    if following.remove(partition) != nil { unassign(TopicPartition(topic, partition)) }
+                    if following.remove(partition) != nil { unassign(PartitionID(topic: topic, partition: partition)) }
                 }
             }
             let batch: KafkaPollBatch
@@ -123,7 +123,7 @@ final class TokenFollower: Sendable {
 
     /// Stops reading a token partition. A failure leaves it assigned, which only costs reading
     /// records the engine no longer needs: logged, not fatal.
-    private func unassign(_ partition: TopicPartition) {
+    private func unassign(_ partition: PartitionID) {
         do { try reader.unassign([partition]) } catch {
             core.log.warning("could not stop reading a token partition", ["partition": .string(partition.description), "error": .string("\(error)")])
         }

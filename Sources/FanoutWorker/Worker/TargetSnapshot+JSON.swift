@@ -1,3 +1,4 @@
+import APNsModel
 import FanoutCore
 
 extension TargetSnapshot {
@@ -5,14 +6,14 @@ extension TargetSnapshot {
     /// the token appears only as its redacted prefix.
     func json() -> String {
         var out = "{\"lane\":\"\(lane.rawValue)\",\"key\":"
-        Log.appendString(key, to: &out)
+        JSONString.append(key, to: &out)
         out += ",\"app\":"
-        Log.appendString(app, to: &out)
+        JSONString.append(app, to: &out)
         out += ",\"ended\":\(ended),\"end_accepted\":\(endAccepted),\"sends\":\(sends),\"deliveries\":\(deliveries)"
         func field(_ name: String, _ value: Int64?) { out += ",\"\(name)\":" + (value.map(String.init) ?? "null") }
         func text(_ name: String, _ value: String?) {
             out += ",\"\(name)\":"
-            if let value { Log.appendString(value, to: &out) } else { out += "null" }
+            if let value { JSONString.append(value, to: &out) } else { out += "null" }
         }
         field("last_sent_timestamp", lastSentTimestamp)
         field("last_send_at", lastSendAt)

@@ -158,9 +158,6 @@ public final class Worker: Sendable {
         return admin.boundPort
     }
 
-    /// `/debug/targets/<key>` as JSON, or nil when the key is not tracked.
-    public func debugTarget(_ key: String) -> String? { core.snapshot(key: key)?.json() }
-
     private func beginStopping() -> Bool {
         phase.withLock { phase in
             switch phase {

@@ -8,7 +8,7 @@ import Synchronization
 extension WorkerCore {
     /// A record the decoder rejected: dead-letter it, then its offset is done.
     func deadLetterRejected(_ message: KafkaMessage, _ rejection: EventRejection) {
-        let source = EventSource(partition: PartitionID(topic: message.topic, partition: message.partition), offset: message.offset)
+        let source = EventSource(partition: message.topicPartition, offset: message.offset)
         records.deadLetter(message, reason: rejection.reason.rawValue, detail: rejection.detail) { [self] in
             state.withLock { state in
                 state.engine.resolveRejected(source)

@@ -87,7 +87,7 @@ final class WorkerCore: Sendable {
         var rejected: [(KafkaMessage, EventRejection)] = []
         state.withLock { state in
             for (message, result) in zip(messages, decoded) {
-                let source = EventSource(partition: PartitionID(topic: message.topic, partition: message.partition), offset: message.offset)
+                let source = EventSource(partition: message.topicPartition, offset: message.offset)
                 state.retained[source.partition, default: RetainedMessages()].append(message)
                 state.summary.eventsIn += 1
                 switch result {

@@ -1,3 +1,4 @@
+import APNsModel
 @testable import APNsSimulator
 import Testing
 

@@ -1,3 +1,4 @@
+import FanoutCore
 import FanoutKafka
 import Foundation
 import Synchronization
@@ -26,8 +27,8 @@ import Testing
         try await ReplayCommand.runOnThread {
             let reader = try KafkaPartitionReader(configuration: cluster.configuration())
             defer { reader.close() }
-            var starts: [TopicPartition: KafkaOffset] = [:]
-            for partition in 0..<Int32(partitions) { starts[TopicPartition(topic, partition)] = .beginning }
+            var starts: [PartitionID: KafkaOffset] = [:]
+            for partition in 0..<Int32(partitions) { starts[PartitionID(topic: topic, partition: partition)] = .beginning }
             try reader.assign(starts)
             var read: [Int32: [KafkaMessage]] = [:]
             var ended = Set<Int32>()

@@ -1,3 +1,4 @@
+import APNsModel
 import Foundation
 import Testing
 @testable import FanoutCore
@@ -138,7 +139,7 @@ import Testing
 
     /// Random byte soup and random mutations of a valid event must never crash the reader.
     @Test func survivesRandomMutations() {
-        var generator = SplitMix64(seed: 0x5EED)
+        var generator = SeededRandom(seed: 0x5EED)
         let valid = Array(#"{"v":1,"id":"e","activity":"a","event":"update","timestamp":1772788200,"content_state":{"p":[1,2.5,"x\u00e9"],"q":{"r":null}}}"#.utf8)
         let decoder = EventDecoder(policy: EventPolicy())
         for _ in 0..<20_000 {
@@ -154,18 +155,5 @@ import Testing
             _ = read(bytes)
             _ = decoder.decode(bytes, key: nil, lane: .activity, now: 1_772_788_260)
         }
-    }
-}
-
-/// A small deterministic generator so failures replay.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -186,7 +186,7 @@ final class IntegrationHarness: Sendable {
 
     /// The group's committed offsets of activity-updates (nil: nothing committed).
     func committed(_ topic: String = IntegrationHarness.updates) throws -> [Int32: Int64?] {
-        let partitions = (0..<Int32(self.partitions)).map { TopicPartition(topic, $0) }
+        let partitions = (0..<Int32(self.partitions)).map { PartitionID(topic: topic, partition: $0) }
         var result: [Int32: Int64?] = [:]
         for (partition, offset) in try probe.committed(partitions, timeout: .seconds(5)) { result[partition.partition] = offset }
         return result
@@ -199,7 +199,7 @@ final class IntegrationHarness: Sendable {
         let count = try reader.partitionCounts(of: [topic], timeout: .seconds(5))[topic] ?? 0
         var result: [Int32: Int64] = [:]
         for partition in 0..<Int32(count) {
-            result[partition] = try reader.watermarks(of: TopicPartition(topic, partition), timeout: .seconds(5)).high
+            result[partition] = try reader.watermarks(of: PartitionID(topic: topic, partition: partition), timeout: .seconds(5)).high
         }
         return result
     }
@@ -217,7 +217,7 @@ final class IntegrationHarness: Sendable {
         guard !ends.isEmpty else { return [] }
         let reader = try KafkaPartitionReader(configuration: cluster.configuration())
         defer { reader.close() }
-        try reader.assign(Dictionary(uniqueKeysWithValues: ends.keys.map { (TopicPartition(topic, $0), KafkaOffset.beginning) }))
+        try reader.assign(Dictionary(uniqueKeysWithValues: ends.keys.map { (PartitionID(topic: topic, partition: $0), KafkaOffset.beginning) }))
         var messages: [KafkaMessage] = []
         var remaining = Set(ends.keys)
         let deadline = ContinuousClock.now + .seconds(10)

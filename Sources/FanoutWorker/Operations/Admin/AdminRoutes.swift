@@ -1,3 +1,5 @@
+import APNsModel
+
 /// Answer of the readiness provider for `/readyz`.
 public struct Readiness: Sendable, Equatable {
     public var isReady: Bool
@@ -49,7 +51,7 @@ public struct AdminRoutes: Sendable {
             var body = "{\"ready\":\(state.isReady),\"reasons\":["
             for (index, reason) in state.reasons.enumerated() {
                 if index > 0 { body += "," }
-                Log.appendString(reason, to: &body)
+                JSONString.append(reason, to: &body)
             }
             body += "]}"
             return .json(state.isReady ? 200 : 503, body)
@@ -59,7 +61,7 @@ public struct AdminRoutes: Sendable {
                 guard !key.isEmpty else { return .json(400, "{\"error\":\"missing target key: use /debug/targets/<key>\"}") }
                 if let json = target(key) { return .json(200, json) }
                 var body = "{\"error\":\"unknown target\",\"key\":"
-                Log.appendString(key, to: &body)
+                JSONString.append(key, to: &body)
                 body += "}"
                 return .json(404, body)
             }

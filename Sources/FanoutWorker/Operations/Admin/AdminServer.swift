@@ -1,3 +1,4 @@
+import APNsModel
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -177,7 +178,7 @@ public final class AdminServer: Sendable {
                 return
             case .invalid(let why):
                 var body = "{\"error\":"
-                Log.appendString(why, to: &body)
+                JSONString.append(why, to: &body)
                 body += "}"
                 Self.send(fd, AdminResponse.json(400, body).serialized())
                 return

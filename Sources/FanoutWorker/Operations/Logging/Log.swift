@@ -1,3 +1,4 @@
+import APNsModel
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -107,7 +108,7 @@ public final class Log: Sendable {
         out.append(contentsOf: #"","level":""#.utf8)
         out.append(contentsOf: level.rawValue.utf8)
         out.append(contentsOf: #"","msg":"#.utf8)
-        appendString(Redact.containsJWT(message) ? Redact.jwtPlaceholder : message, to: &out)
+        JSONString.append(Redact.containsJWT(message) ? Redact.jwtPlaceholder : message, to: &out)
         for (name, value) in context { appendField(name, value, to: &out) }
         for (name, value) in fields { appendField(name, value, to: &out) }
         out.append(contentsOf: "}\n".utf8)
@@ -116,49 +117,18 @@ public final class Log: Sendable {
 
     private static func appendField(_ name: String, _ value: LogValue, to out: inout [UInt8]) {
         out.append(UInt8(ascii: ","))
-        appendString(reservedNames.contains(name) ? "field_" + name : name, to: &out)
+        JSONString.append(reservedNames.contains(name) ? "field_" + name : name, to: &out)
         out.append(UInt8(ascii: ":"))
         switch value {
         case .string(let text):
-            if Redact.containsJWT(text) { appendString(Redact.jwtPlaceholder, to: &out) }
-            else if Redact.looksLikeToken(text) { appendString(Redact.token(text), to: &out) }
-            else { appendString(text, to: &out) }
+            if Redact.containsJWT(text) { JSONString.append(Redact.jwtPlaceholder, to: &out) }
+            else if Redact.looksLikeToken(text) { JSONString.append(Redact.token(text), to: &out) }
+            else { JSONString.append(text, to: &out) }
         case .int(let n): out.append(contentsOf: String(n).utf8)
         case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .duration(let d): out.append(contentsOf: String(DurationText.seconds(d)).utf8)
         }
-    }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    /// Appends `text` as a JSON string literal (UTF-8 passes through; quotes, backslashes and
-    /// control characters are escaped).
-    static func appendString(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "\\"))
-            case UInt8(ascii: "\n"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-            case UInt8(ascii: "\t"): out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-            case 0..<0x20:
-                out.append(contentsOf: "\\u00".utf8)
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0xF)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    /// Appends `text` as a JSON string literal to a `String`.
-    static func appendString(_ text: String, to out: inout String) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count + 2)
-        appendString(text, to: &bytes)
-        out += String(decoding: bytes, as: UTF8.self)
     }
 }
 

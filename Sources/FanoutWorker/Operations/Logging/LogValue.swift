@@ -14,7 +14,6 @@ public enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressibl
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 
     public static func int(_ value: Int) -> LogValue { .int(Int64(value)) }
-    public static func int32(_ value: Int32) -> LogValue { .int(Int64(value)) }
     /// A push token, already reduced by `Redact.token`.
     public static func token(_ token: String) -> LogValue { .string(Redact.token(token)) }
 }

@@ -1,4 +1,6 @@
-/// SplitMix64: a tiny deterministic generator, so backoff jitter replays exactly from a seed.
+/// SplitMix64: a tiny deterministic generator whose whole output is fixed by its seed, so backoff
+/// jitter, simulations and the simulator's fault runs replay exactly. Here, in the lowest module,
+/// so the engine, the APNs simulator and the command line share one sequence.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
     public init(seed: UInt64) { state = seed }

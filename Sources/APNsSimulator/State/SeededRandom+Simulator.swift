@@ -1,17 +1,6 @@
-/// SplitMix64: a small, fast generator whose whole output is fixed by its seed, so fault runs repeat.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
+import APNsModel
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-
+extension SeededRandom {
     /// Uniform in [0, 1).
     mutating func unit() -> Double { Double(next() >> 11) * (1.0 / 9_007_199_254_740_992.0) }
 
