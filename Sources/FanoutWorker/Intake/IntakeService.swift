@@ -40,7 +40,7 @@ final class IntakeService: PartitionActions {
     let tokens: TokenFollower
     private let core: WorkerCore
     private let relay: Relay
-    private let commits: OffsetCommitter
+    fileprivate let commits: OffsetCommitter
     let state = Mutex(State())
     /// Signalled whenever the engine drains a revoke (`revokeDrained`).
     private let drainSignal = DispatchSemaphore(value: 0)
@@ -54,7 +54,8 @@ final class IntakeService: PartitionActions {
         let handler = KafkaRebalanceHandler(
             assigned: { relay.get()?.assigned($0) },
             revoking: { relay.get()?.revoking($0) ?? [:] },
-            lost: { relay.get()?.lost($0) })
+            lost: { relay.get()?.lost($0) },
+            settled: { relay.get()?.commits.resume() })
         consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler,
                                      log: KafkaLogBridge.handler(core.log))
         tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition, assignment in
@@ -292,6 +293,7 @@ final class IntakeService: PartitionActions {
     /// sends of the other partitions go on meanwhile.
     private func revoking(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
         let ids = partitions.map(\.partitionID)
+        commits.holdForRebalance()  // the member rejoins after the revoke
         let aborted = state.withLock { state in
             state.owned.subtract(partitions)
             return state.aborted
@@ -333,6 +335,7 @@ final class IntakeService: PartitionActions {
     }
 
     private func lost(_ partitions: [TopicPartition]) {
+        commits.holdForRebalance()  // the member rejoins without an assignment
         core.metrics.rebalances.labels("lost").increment(by: UInt64(partitions.count))
         forgetLag(partitions)
         state.withLock { $0.owned.subtract(partitions) }
