@@ -294,9 +294,9 @@ final class IntakeService: PartitionActions {
     private func revoking(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
         let ids = partitions.map(\.partitionID)
         commits.holdForRebalance()  // the member rejoins after the revoke
-        let aborted = state.withLock { state in
+        let (aborted, stopDeadline) = state.withLock { state in
             state.owned.subtract(partitions)
-            return state.aborted
+            return (state.aborted, state.stopDeadline)
         }
         forgetLag(partitions)
         core.metrics.rebalances.labels("revoked").increment(by: UInt64(partitions.count))
@@ -307,7 +307,11 @@ final class IntakeService: PartitionActions {
         core.revoke(ids)
         // The engine drains by its own deadline (the ticker fires it); this bound only guards against
         // a ticker that stopped, so a dead thread cannot hold the group's rebalance forever.
-        let giveUpAt = DispatchTime.now() + (core.options.revokeDrainTimeout + .seconds(2)).timeInterval
+        // A revoke inside `close` at shutdown waits no longer than the stop deadline: past it the
+        // final commit is made already, and `stop(timeout:)` must not overshoot by another drain.
+        var bound = core.options.revokeDrainTimeout + .seconds(2)
+        if let stopDeadline { bound = min(bound, max(.zero, stopDeadline - .now)) }
+        let giveUpAt = DispatchTime.now() + bound.timeInterval
         var points: [CommitPoint?] = []
         while true {
             let done: [CommitPoint?]? = state.withLock { state in
@@ -319,8 +323,13 @@ final class IntakeService: PartitionActions {
                 break
             }
             if drainSignal.wait(timeout: giveUpAt) == .timedOut {
-                core.log.error("a revoke was not drained in time; giving the partitions up without a final commit (the next owner replays from the last one)",
-                               ["partitions": .string(ids.map(\.description).joined(separator: ","))])
+                let partitions: LogValue = .string(ids.map(\.description).joined(separator: ","))
+                if stopDeadline != nil {
+                    core.log.info("shutdown deadline reached: revoked partitions handed back with the final commit already made", ["partitions": partitions])
+                } else {
+                    core.log.error("a revoke was not drained in time; giving the partitions up without a final commit (the next owner replays from the last one)",
+                                   ["partitions": partitions])
+                }
                 core.lose(ids)
                 state.withLock { state in for id in ids { state.drained[id] = nil } }
                 return [:]
