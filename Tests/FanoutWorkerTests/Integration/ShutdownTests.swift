@@ -57,13 +57,31 @@ extension WorkerIntegration {
             #expect(try harness.commitsPastUndelivered(activities.events) == [])
         }
 
-        @Test func stopBeforeAnyAssignment() async throws {
+        /// A harness over two partitions and worker "a" owning every partition, its first states delivered and committed.
+        func firstOwner(_ prefix: String, tokenBase: Int, kafkaProperties: [String: String] = IntegrationHarness.shortRebalance)
+            async throws -> (IntegrationHarness, Activities, Worker) {
             let harness = try IntegrationHarness(partitions: 2)
-            var activities = Activities("early", count: 6, tokenBase: 110)
+            var activities = Activities(prefix, count: 6, tokenBase: tokenBase)
             try await activities.register(in: harness)
-            let first = try harness.makeWorker(name: "a")
+            let first = try harness.makeWorker(name: "a", kafkaProperties: kafkaProperties)
             try first.start()
             try await expectOwnsEverything(first, &activities, progress: 0, harness: harness)
+            return (harness, activities, first)
+        }
+
+        /// Worker "b" starts after a stopped, delivers every state a left undelivered (`progress`), then owns everything.
+        func secondTakesOver(_ activities: inout Activities, progress: Int, harness: IntegrationHarness) async throws {
+            let second = try harness.makeWorker(name: "b")
+            try second.start()
+            let expected = activities.all(progress)
+            try await harness.eventually("b delivers what a left") { harness.devicesShow(activities.tokens, progress: expected) }
+            try await expectOwnsEverything(second, &activities, progress: progress + 1, harness: harness)
+            await second.stop(timeout: .seconds(5))
+        }
+
+        @Test func stopBeforeAnyAssignment() async throws {
+            let (harness, initial, first) = try await firstOwner("early", tokenBase: 110)
+            var activities = initial
 
             let second = try harness.makeWorker(name: "b")
             try second.start()   // then at once: its JoinGroup is still unanswered
@@ -74,12 +92,8 @@ extension WorkerIntegration {
         }
 
         @Test func stopDuringARebalanceWhileASecondMemberJoins() async throws {
-            let harness = try IntegrationHarness(partitions: 2)
-            var activities = Activities("joining", count: 6, tokenBase: 120)
-            try await activities.register(in: harness)
-            let first = try harness.makeWorker(name: "a", kafkaProperties: IntegrationHarness.shortRebalance.merging(["debug": "cgrp"]) { $1 })
-            try first.start()
-            try await expectOwnsEverything(first, &activities, progress: 0, harness: harness)
+            let (harness, initial, first) = try await firstOwner("joining", tokenBase: 120, kafkaProperties: IntegrationHarness.shortRebalance.merging(["debug": "cgrp"]) { $1 })
+            var activities = initial
 
             let second = try harness.makeWorker(name: "b")
             try second.start()
@@ -95,12 +109,8 @@ extension WorkerIntegration {
         }
 
         @Test func stopAfterThePartitionsWereLost() async throws {
-            let harness = try IntegrationHarness(partitions: 2)
-            var activities = Activities("lost", count: 6, tokenBase: 130)
-            try await activities.register(in: harness)
-            let first = try harness.makeWorker(name: "a")
-            try first.start()
-            try await expectOwnsEverything(first, &activities, progress: 0, harness: harness)
+            let (harness, initial, first) = try await firstOwner("lost", tokenBase: 130)
+            var activities = initial
 
             // The coordinator forgets a: its next heartbeat is answered UNKNOWN_MEMBER_ID (the
             // assignment is lost), and its rejoin is refused until the test clears it.
@@ -114,20 +124,12 @@ extension WorkerIntegration {
             harness.cluster.clearRequestErrors(.joinGroup)
             #expect(try harness.commitsPastUndelivered(activities.events) == [])
 
-            let second = try harness.makeWorker(name: "b")
-            try second.start()
-            try await harness.eventually("b delivers what a lost") { harness.devicesShow(activities.tokens, progress: activities.all(1)) }
-            try await expectOwnsEverything(second, &activities, progress: 2, harness: harness)
-            await second.stop(timeout: .seconds(5))
+            try await secondTakesOver(&activities, progress: 1, harness: harness)
         }
 
         @Test func stopWhileSendsAreInFlightToASlowAPNs() async throws {
-            let harness = try IntegrationHarness(partitions: 2)
-            var activities = Activities("slow", count: 6, tokenBase: 140)
-            try await activities.register(in: harness)
-            let first = try harness.makeWorker(name: "a")
-            try first.start()
-            try await expectOwnsEverything(first, &activities, progress: 0, harness: harness)
+            let (harness, initial, first) = try await firstOwner("slow", tokenBase: 140)
+            var activities = initial
             let committedBefore = try harness.committed()
 
             try harness.simulator.setFaults(APNsSimulatorFaults(latencyMillis: 4000))
@@ -142,11 +144,7 @@ extension WorkerIntegration {
             #expect(try harness.commitsPastUndelivered(activities.events) == [])
 
             try harness.simulator.setFaults(APNsSimulatorFaults())
-            let second = try harness.makeWorker(name: "b")
-            try second.start()
-            try await harness.eventually("b delivers what a left in flight") { harness.devicesShow(activities.tokens, progress: activities.all(3)) }
-            try await expectOwnsEverything(second, &activities, progress: 4, harness: harness)
-            await second.stop(timeout: .seconds(5))
+            try await secondTakesOver(&activities, progress: 3, harness: harness)
         }
     }
 }
