@@ -46,12 +46,13 @@ final class IntegrationHarness: Sendable {
     /// - Parameter missing: output topics (dead-letter, feedback) not to create, for startup checks.
     /// - Parameter coordinatorApart: two brokers, the group coordinator (broker 1) apart from every
     ///   partition's leader (broker 2), so the coordinator can be slowed down alone.
-    init(partitions: Int = 2, tokenPartitions: Int? = nil, trustWorkerKey: Bool = true, missing: Set<String> = [],
-         coordinatorApart: Bool = false) throws {
+    /// - Parameter broadcastPartitions: broadcast-updates' partition count (default: `partitions`).
+    init(partitions: Int = 2, tokenPartitions: Int? = nil, broadcastPartitions: Int? = nil, trustWorkerKey: Bool = true,
+         missing: Set<String> = [], coordinatorApart: Bool = false) throws {
         self.partitions = partitions
         group = "fanout-it-\(UUID().uuidString.prefix(6))"
         cluster = try MockKafkaCluster(brokers: coordinatorApart ? 2 : 1)
-        var layout = [(Self.updates, partitions), (Self.broadcasts, partitions), (Self.tokens, tokenPartitions ?? partitions)]
+        var layout = [(Self.updates, partitions), (Self.broadcasts, broadcastPartitions ?? partitions), (Self.tokens, tokenPartitions ?? partitions)]
         for topic in [Self.feedback, Self.deadLetters, Self.broadcasts + "-dlq"] where !missing.contains(topic) { layout.append((topic, 1)) }
         for (topic, count) in layout {
             try cluster.createTopic(topic, partitions: count)
