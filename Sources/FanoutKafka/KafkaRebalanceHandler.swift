@@ -15,12 +15,18 @@ public struct KafkaRebalanceHandler: Sendable {
     /// Partitions lost without an orderly handoff (session timeout, fenced): another member may
     /// own them already, so nothing is committed; drop their state.
     public var lost: @Sendable ([PartitionID]) -> Void
+    /// A rebalance finished for this member (a SyncGroup succeeded and its assignment, possibly
+    /// adding nothing, is applied): after `assigned` when that is called, and also when it is not.
+    /// Not after the assignment that follows a cooperative revoke: the member rejoins right after it.
+    public var settled: @Sendable () -> Void
 
     public init(assigned: @escaping @Sendable ([PartitionID]) -> Void = { _ in },
                 revoking: @escaping @Sendable ([PartitionID]) -> [PartitionID: Int64] = { _ in [:] },
-                lost: @escaping @Sendable ([PartitionID]) -> Void = { _ in }) {
+                lost: @escaping @Sendable ([PartitionID]) -> Void = { _ in },
+                settled: @escaping @Sendable () -> Void = {}) {
         self.assigned = assigned
         self.revoking = revoking
         self.lost = lost
+        self.settled = settled
     }
 }

@@ -16,6 +16,9 @@ final class RebalanceContext: Sendable {
     /// Whether an assignment (possibly empty) ever arrived, i.e. a SyncGroup succeeded: from then on
     /// librdkafka's sticky assignor has its state (see `KafkaConsumer.close`).
     let synced = Atomic(false)
+    /// A cooperative member just revoked in an orderly way: the assignment that follows (usually
+    /// empty) is not the end of the rebalance, librdkafka rejoins right after it (KIP-429).
+    private let rejoinFollows = Atomic(false)
 
     init(handler: KafkaRebalanceHandler, cooperative: Bool) {
         self.handler = handler
@@ -56,11 +59,13 @@ final class RebalanceContext: Sendable {
                 }
             }
             if !partitions.isEmpty { handler.assigned(partitions) }
+            if !cooperative || !rejoinFollows.exchange(false, ordering: .relaxed) { handler.settled() }
 
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             if rd_kafka_assignment_lost(rk) != 0 {
                 if !partitions.isEmpty { handler.lost(partitions) }
             } else if !partitions.isEmpty {
+                rejoinFollows.store(true, ordering: .relaxed)
                 let offsets = handler.revoking(partitions)
                 if !offsets.isEmpty {
                     let commitList = RDKafkaTopicPartitionList(offsets: offsets)

@@ -40,7 +40,7 @@ final class IntakeService: PartitionActions {
     let tokens: TokenFollower
     private let core: WorkerCore
     private let relay: Relay
-    private let commits: OffsetCommitter
+    fileprivate let commits: OffsetCommitter
     let state = Mutex(State())
     /// Signalled whenever the engine drains a revoke (`revokeDrained`).
     private let drainSignal = DispatchSemaphore(value: 0)
@@ -54,7 +54,8 @@ final class IntakeService: PartitionActions {
         let handler = KafkaRebalanceHandler(
             assigned: { relay.get()?.assigned($0) },
             revoking: { relay.get()?.revoking($0) ?? [:] },
-            lost: { relay.get()?.lost($0) })
+            lost: { relay.get()?.lost($0) },
+            settled: { relay.get()?.commits.resume() })
         consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler,
                                      log: KafkaLogBridge.handler(core.log))
         tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition, assignment in
@@ -290,9 +291,10 @@ final class IntakeService: PartitionActions {
     /// commits before the incremental unassign. This waits for that hand-back, without polling;
     /// sends of the other partitions go on meanwhile.
     private func revoking(_ partitions: [PartitionID]) -> [PartitionID: Int64] {
-        let aborted = state.withLock { state in
+        commits.holdForRebalance()  // the member rejoins after the revoke
+        let (aborted, stopDeadline) = state.withLock { state in
             state.owned.subtract(partitions)
-            return state.aborted
+            return (state.aborted, state.stopDeadline)
         }
         forgetLag(partitions)
         core.metrics.rebalances.labels("revoked").increment(by: UInt64(partitions.count))
@@ -303,7 +305,11 @@ final class IntakeService: PartitionActions {
         core.revoke(partitions)
         // The engine drains by its own deadline (the ticker fires it); this bound only guards against
         // a ticker that stopped, so a dead thread cannot hold the group's rebalance forever.
-        let giveUpAt = DispatchTime.now() + (core.options.revokeDrainTimeout + .seconds(2)).timeInterval
+        // A revoke inside `close` at shutdown waits no longer than the stop deadline: past it the
+        // final commit is made already, and `stop(timeout:)` must not overshoot by another drain.
+        var bound = core.options.revokeDrainTimeout + .seconds(2)
+        if let stopDeadline { bound = min(bound, max(.zero, stopDeadline - .now)) }
+        let giveUpAt = DispatchTime.now() + bound.timeInterval
         var points: [CommitPoint?] = []
         while true {
             let done: [CommitPoint?]? = state.withLock { state in
@@ -315,8 +321,13 @@ final class IntakeService: PartitionActions {
                 break
             }
             if drainSignal.wait(timeout: giveUpAt) == .timedOut {
-                core.log.error("a revoke was not drained in time; giving the partitions up without a final commit (the next owner replays from the last one)",
-                               ["partitions": .string(partitions.map(\.description).joined(separator: ","))])
+                let names: LogValue = .string(partitions.map(\.description).joined(separator: ","))
+                if stopDeadline != nil {
+                    core.log.info("shutdown deadline reached: revoked partitions handed back with the final commit already made", ["partitions": names])
+                } else {
+                    core.log.error("a revoke was not drained in time; giving the partitions up without a final commit (the next owner replays from the last one)",
+                                   ["partitions": names])
+                }
                 core.lose(partitions)
                 state.withLock { state in for partition in partitions { state.drained[partition] = nil } }
                 return [:]
@@ -331,6 +342,7 @@ final class IntakeService: PartitionActions {
     }
 
     private func lost(_ partitions: [PartitionID]) {
+        commits.holdForRebalance()  // the member rejoins without an assignment
         core.metrics.rebalances.labels("lost").increment(by: UInt64(partitions.count))
         forgetLag(partitions)
         state.withLock { $0.owned.subtract(partitions) }

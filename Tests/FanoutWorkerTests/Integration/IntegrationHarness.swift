@@ -44,14 +44,23 @@ final class IntegrationHarness: Sendable {
 
     /// The simulator trusts `trustedKey` for the key id (default: the worker's own key).
     /// - Parameter missing: output topics (dead-letter, feedback) not to create, for startup checks.
-    init(partitions: Int = 2, tokenPartitions: Int? = nil, trustWorkerKey: Bool = true, missing: Set<String> = []) throws {
+    /// - Parameter coordinatorApart: two brokers, the group coordinator (broker 1) apart from every
+    ///   partition's leader (broker 2), so the coordinator can be slowed down alone.
+    /// - Parameter broadcastPartitions: broadcast-updates' partition count (default: `partitions`).
+    init(partitions: Int = 2, tokenPartitions: Int? = nil, broadcastPartitions: Int? = nil, trustWorkerKey: Bool = true,
+         missing: Set<String> = [], coordinatorApart: Bool = false) throws {
         self.partitions = partitions
-        cluster = try MockKafkaCluster(brokers: 1)
-        for topic in [Self.updates, Self.broadcasts] { try cluster.createTopic(topic, partitions: partitions) }
-        try cluster.createTopic(Self.tokens, partitions: tokenPartitions ?? partitions)
-        for topic in [Self.feedback, Self.deadLetters, Self.broadcasts + "-dlq"] where !missing.contains(topic) {
-            try cluster.createTopic(topic, partitions: 1)
+        group = "fanout-it-\(UUID().uuidString.prefix(6))"
+        cluster = try MockKafkaCluster(brokers: coordinatorApart ? 2 : 1)
+        var layout = [(Self.updates, partitions), (Self.broadcasts, broadcastPartitions ?? partitions), (Self.tokens, tokenPartitions ?? partitions)]
+        for topic in [Self.feedback, Self.deadLetters, Self.broadcasts + "-dlq"] where !missing.contains(topic) { layout.append((topic, 1)) }
+        for (topic, count) in layout {
+            try cluster.createTopic(topic, partitions: count)
+            if coordinatorApart {
+                for partition in 0..<Int32(count) { try cluster.setPartitionLeader(PartitionID(topic: topic, partition: partition), broker: 2) }
+            }
         }
+        if coordinatorApart { try cluster.setCoordinator(keyType: "group", key: group, broker: 1) }
         credentials = try SimulatorCredentials.generate()
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-it-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
@@ -63,7 +72,6 @@ final class IntegrationHarness: Sendable {
         let simulator = try Self.startSimulator(trusting: trusted, port: 0, tls: tls)
         forwarder = try TCPForwarder(targetPort: simulator.port)
         simulatorBox = Mutex(simulator)
-        group = "fanout-it-\(UUID().uuidString.prefix(6))"
         producer = try KafkaProducer(configuration: cluster.configuration())
         probe = try KafkaConsumer(configuration: cluster.configuration(), groupID: group)
     }
@@ -121,12 +129,13 @@ final class IntegrationHarness: Sendable {
 
     static let shortRebalance = ["session.timeout.ms": "6000", "max.poll.interval.ms": "7000", "heartbeat.interval.ms": "500"]
 
+    /// - Parameter kafkaProperties: librdkafka properties for the worker's clients (default: `shortRebalance`).
     func makeWorker(name: String, configuration: FanoutConfiguration? = nil, adminServer: Bool = false,
                     configProbeInterval: Duration = .seconds(60), maxPollRecords: Int = 1000,
-                    metrics: FanoutMetrics = FanoutMetrics()) throws -> Worker {
+                    metrics: FanoutMetrics = FanoutMetrics(), kafkaProperties: [String: String] = shortRebalance) throws -> Worker {
         let logs = logs
         let log = Log(level: .trace, sink: { line in logs.append("{\"worker\":\"\(name)\"," + line.dropFirst()) })
-        let options = WorkerOptions(extraKafkaProperties: Self.shortRebalance, adminServer: adminServer, revokeDrainTimeout: .seconds(2),
+        let options = WorkerOptions(extraKafkaProperties: kafkaProperties, adminServer: adminServer, revokeDrainTimeout: .seconds(2),
                                     maxPollRecords: maxPollRecords, produceRetryDelay: .milliseconds(200), randomSeed: 42, configProbeInterval: configProbeInterval)
         return try Worker(configuration: configuration ?? self.configuration(), log: log, metrics: metrics, options: options)
     }
@@ -269,7 +278,27 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
 
 /// Worker log lines, kept for failure messages and for checks on what the workers did when.
 final class LogCollector: Sendable {
-    private let storage = Mutex<[String]>([])
-    func append(_ line: String) { storage.withLock { $0.append(line) } }
-    var lines: [String] { storage.withLock { $0 } }
+    /// Each line with the UNIX time it was logged at.
+    private let storage = Mutex<[(time: Double, line: String)]>([])
+    func append(_ line: String) {
+        let time = Date().timeIntervalSince1970
+        storage.withLock { $0.append((time, line)) }
+    }
+    var lines: [String] { storage.withLock { $0.map(\.line) } }
+
+    /// The partitions (`activity-updates/3`) named by `worker`'s log lines with message `message`.
+    func partitions(worker: String, message: String) -> Set<String> {
+        var result: Set<String> = []
+        for line in lines where line.hasPrefix("{\"worker\":\"\(worker)\"") && line.contains("\"msg\":\"\(message)") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let list = object["partitions"] as? String else { continue }
+            result.formUnion(list.split(separator: ",").map(String.init))
+        }
+        return result
+    }
+
+    /// When `worker` first logged a line containing `text` (UNIX seconds), nil when it has not.
+    func firstTime(worker: String, containing text: String) -> Double? {
+        storage.withLock { $0.first { $0.line.hasPrefix("{\"worker\":\"\(worker)\"") && $0.line.contains(text) }?.time }
+    }
 }
