@@ -57,7 +57,10 @@ extension FanoutEngine {
     /// offered again at the next commit interval; points of partitions no longer ours are ignored, and
     /// so is any answer but the one for the point this assignment offered last (a late answer of an
     /// earlier assignment, or of an offer overtaken since, says nothing about what Kafka holds now).
-    public mutating func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>) {
+    /// `rebalancing`: Kafka refused because the group is rebalancing (REBALANCE_IN_PROGRESS,
+    /// ILLEGAL_GENERATION) — commits are held until `groupSettled`.
+    public mutating func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>, rebalancing: Bool = false) {
+        if rebalancing { groupIsRebalancing = true }
         for point in points {
             guard let slot = partitionSlotByID[point.partition] else { continue }
             let index = Int(slot)
@@ -90,8 +93,24 @@ extension FanoutEngine {
         if nextCommitAt == .min { nextCommitAt = now + interval }
         guard now >= nextCommitAt else { return }
         nextCommitAt = now + interval
+        guard !groupIsRebalancing else { return }
         let points = uncommittedPoints()
         if !points.isEmpty { actions.append(.commit(points)) }
+    }
+
+    /// The group started rebalancing for this member (it revoked or lost partitions, or Kafka refused
+    /// a commit for it): no commit goes out until `groupSettled`. A commit of the old generation that
+    /// the coordinator answers after the member rejoined makes librdkafka 2.0.2 drop every partition,
+    /// the kept ones too (librdkafka issue #4059): seconds without delivery for nothing.
+    public mutating func groupRebalancing() { groupIsRebalancing = true }
+
+    /// The rebalance finished for this member: what waited is committed now.
+    public mutating func groupSettled(now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard groupIsRebalancing else { return }
+        groupIsRebalancing = false
+        guard configuration.commitInterval != nil else { return }
+        nextCommitAt = now
+        commitIfDue(now: now, into: &actions)
     }
 
     /// The broadcast channel's storage policy (nil: unknown — the lookup failed, or no lookups are

@@ -42,6 +42,7 @@ extension FanoutEngine {
     /// forgotten) once its sends in flight are answered, or after `revokeDrainTimeout` at the latest
     /// (`tick`). Partitions with nothing in flight are drained at once.
     public mutating func revoke(_ revoked: [PartitionID], now: Nanoseconds, into actions: inout [EngineAction]) {
+        groupRebalancing()  // the member rejoins after a revoke
         for id in revoked {
             guard let slot = partitionSlotByID[id], partitions[Int(slot)]!.phase != .closing else { continue }
             if partitions[Int(slot)]!.lane == .activity { actions.append(.unfollowTokens(partition: id.partition)) }
@@ -56,6 +57,7 @@ extension FanoutEngine {
     /// Partitions lost without an orderly handoff (session timeout, fenced): another member may own
     /// them already, so nothing is committed and nothing more is sent; their state is dropped.
     public mutating func lose(_ lost: [PartitionID], into actions: inout [EngineAction]) {
+        groupRebalancing()  // the member rejoins without an assignment
         for id in lost {
             guard let slot = partitionSlotByID[id], let state = partitions[Int(slot)] else { continue }
             if state.lane == .activity && state.phase != .closing { actions.append(.unfollowTokens(partition: id.partition)) }

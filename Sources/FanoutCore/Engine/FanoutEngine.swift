@@ -58,6 +58,8 @@ public struct FanoutEngine: Sendable {
     /// Partitions in `closing` (so `tick` looks for overdue drains only when there are some).
     var closingCount = 0
     var nextCommitAt: Nanoseconds = .min
+    /// The group is rebalancing (`groupRebalancing`): no `.commit` until `groupSettled`.
+    var groupIsRebalancing = false
     /// Per lane: since when every send failed lane-wide (nil: the last answer came over HTTP), the
     /// last failure, and whether `.laneFailing` was said for this episode.
     var laneFailingSince: [Nanoseconds?] = [nil, nil]
@@ -232,7 +234,7 @@ public struct FanoutEngine: Sendable {
         for lane in 0..<2 where !laneFailingReported[lane] {
             if let since = laneFailingSince[lane] { deadline = min(deadline ?? .max, since + configuration.laneFailingAfter) }
         }
-        if configuration.commitInterval != nil && nextCommitAt != .min && !partitionSlotByID.isEmpty {
+        if configuration.commitInterval != nil && nextCommitAt != .min && !partitionSlotByID.isEmpty && !groupIsRebalancing {
             deadline = min(deadline ?? nextCommitAt, nextCommitAt)
         }
         return deadline

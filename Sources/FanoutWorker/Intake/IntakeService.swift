@@ -55,7 +55,7 @@ final class IntakeService: PartitionActions {
             assigned: { relay.get()?.assigned($0) },
             revoking: { relay.get()?.revoking($0) ?? [:] },
             lost: { relay.get()?.lost($0) },
-            settled: { relay.get()?.commits.resume() })
+            settled: { relay.get()?.core.groupSettled() })
         consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler,
                                      log: KafkaLogBridge.handler(core.log))
         tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition, assignment in
@@ -291,7 +291,7 @@ final class IntakeService: PartitionActions {
     /// commits before the incremental unassign. This waits for that hand-back, without polling;
     /// sends of the other partitions go on meanwhile.
     private func revoking(_ partitions: [PartitionID]) -> [PartitionID: Int64] {
-        commits.holdForRebalance()  // the member rejoins after the revoke
+        commits.withdrawQueued()  // the engine holds commits until the rejoin settles (`FanoutEngine.revoke`)
         let (aborted, stopDeadline) = state.withLock { state in
             state.owned.subtract(partitions)
             return (state.aborted, state.stopDeadline)
@@ -342,7 +342,7 @@ final class IntakeService: PartitionActions {
     }
 
     private func lost(_ partitions: [PartitionID]) {
-        commits.holdForRebalance()  // the member rejoins without an assignment
+        commits.withdrawQueued()  // the engine holds commits until the rejoin settles (`FanoutEngine.lose`)
         core.metrics.rebalances.labels("lost").increment(by: UInt64(partitions.count))
         forgetLag(partitions)
         state.withLock { $0.owned.subtract(partitions) }

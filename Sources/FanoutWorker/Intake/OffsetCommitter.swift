@@ -11,16 +11,12 @@ import Synchronization
 /// takes. Every answer goes back to the engine (`WorkerCore.commitAnswered`): refused points are
 /// offered again at its next commit interval.
 ///
-/// No commit goes out while the group rebalances (from a commit refused with REBALANCE_IN_PROGRESS
-/// or ILLEGAL_GENERATION, or a revoke or loss, until the rebalance settles): librdkafka 2.0.2 takes
-/// a commit of the old generation that the coordinator answers after this member's JoinGroup as a
-/// lost assignment (librdkafka issue #4059) and drops every partition, the kept ones too — seconds
-/// without delivery. Points wait in `next` meanwhile, as they do behind an outstanding commit.
+/// While the group rebalances the engine offers no commit (`FanoutEngine.groupRebalancing`); what
+/// was queued here before is withdrawn (`withdrawQueued`) and offered again once it settles.
 final class OffsetCommitter: Sendable {
     private struct State: Sendable {
         var outstanding: KafkaCommitID?
         var next: [PartitionID: Int64] = [:]
-        var rebalancing = false
     }
 
     /// Answers meaning "the group is rebalancing": commits of this generation are refused until it settles.
@@ -40,24 +36,15 @@ final class OffsetCommitter: Sendable {
         guard !points.isEmpty else { return }
         let send: [CommitPoint]? = state.withLock { state in
             for point in points { state.next[point.partition] = max(point.offset, state.next[point.partition] ?? .min) }
-            guard state.outstanding == nil, !state.rebalancing else { return nil }
-            return takeNext(&state)
-        }
-        if let send { start(send) }
-    }
-
-    /// The group is rebalancing: hold commits until `resume`. Any thread.
-    func holdForRebalance() { state.withLock { $0.rebalancing = true } }
-
-    /// The rebalance settled (the rebalance callback's assignment): what waited goes out. Intake thread.
-    func resume() {
-        let send: [CommitPoint]? = state.withLock { state in
-            state.rebalancing = false
             guard state.outstanding == nil else { return nil }
             return takeNext(&state)
         }
         if let send { start(send) }
     }
+
+    /// Drops the points waiting behind the outstanding commit (the group started rebalancing: the
+    /// engine offers them again once it settled). Any thread.
+    func withdrawQueued() { state.withLock { $0.next.removeAll() } }
 
     /// Answers from the poll batch (the intake thread). Returns the points Kafka now holds.
     func answered(_ answers: [KafkaCommitAnswer]) -> [CommitPoint] {
@@ -66,19 +53,19 @@ final class OffsetCommitter: Sendable {
             let points = answer.offsets.map { CommitPoint(partition: $0.key, offset: $0.value) }
             let stored = answer.committed
             let failed = Set(answer.offsets.keys.filter { stored[$0] == nil })
-            core.commitAnswered(points, failed: failed)
+            // A refusal because the group is rebalancing is a fact the engine acts on (it holds commits).
+            let rebalancing = answer.error?.partitionFailures.contains { Self.rebalanceCodes.contains($0.underlying) } == true
+                || answer.error.map { Self.rebalanceCodes.contains($0.underlying) } == true
+            if rebalancing { withdrawQueued() }
+            core.commitAnswered(points, failed: failed, rebalancing: rebalancing)
             core.metrics.commits.labels(failed.isEmpty ? "ok" : "failed").increment()
             if let error = answer.error, error.code != .closed {
                 core.log.warning("offset commit refused; the engine offers it again with the next", ["error": .string(error.description)])
             }
             held += points.filter { !failed.contains($0.partition) }
-            let rebalancing = answer.error?.partitionFailures.contains { Self.rebalanceCodes.contains($0.underlying) } == true
-                || answer.error.map { Self.rebalanceCodes.contains($0.underlying) } == true
             let send: [CommitPoint]? = state.withLock { state in
-                if rebalancing { state.rebalancing = true }
                 guard state.outstanding == answer.id else { return nil }
                 state.outstanding = nil
-                guard !state.rebalancing else { return nil }
                 return takeNext(&state)
             }
             if let send { start(send) }

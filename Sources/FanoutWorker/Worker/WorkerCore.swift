@@ -195,6 +195,14 @@ final class WorkerCore: Sendable {
         perform(actions)
     }
 
+    /// The group's rebalance finished for this member (a SyncGroup succeeded): held commits go out.
+    func groupSettled() {
+        let now = clock.now()
+        var actions: [EngineAction] = []
+        state.withLock { $0.engine.groupSettled(now: now, into: &actions) }
+        perform(actions)
+    }
+
     func tokensCaughtUp(partition: Int32, assignment: AssignmentID) {
         let now = clock.now()
         var actions: [EngineAction] = []
@@ -214,10 +222,11 @@ final class WorkerCore: Sendable {
         state.withLock { $0.engine.fetchControlFailed(partitions, paused: paused) }
     }
 
-    /// Kafka answered a commit (`failed`: the partitions it refused).
-    func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>) {
+    /// Kafka answered a commit (`failed`: the partitions it refused; `rebalancing`: refused because the
+    /// group is rebalancing).
+    func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>, rebalancing: Bool = false) {
         state.withLock { state in
-            state.engine.commitAnswered(points, failed: failed)
+            state.engine.commitAnswered(points, failed: failed, rebalancing: rebalancing)
             for point in points where !failed.contains(point.partition) {
                 state.summary.committed[point.partition.description] = point.offset
             }

@@ -145,3 +145,38 @@ import Testing
         #expect(h.engine.commitPoints() == [CommitPoint(partition: activityPartition, offset: 1)], "other stays at 0, where it resumed")
     }
 }
+
+/// Commits wait while the group rebalances for this worker (librdkafka 2.0.2 drops every partition
+/// when a commit of the old generation is answered after the rejoin) and go out when it settles.
+@Suite struct CommitTimingTests {
+    @Test func commitsAreHeldWhileTheGroupRebalancesAndGoOutWhenItSettles() throws {
+        var configuration = EngineConfiguration()
+        configuration.commitInterval = sec
+        var h = Harness(configuration: configuration)
+        h.advance(0)
+        let other = PartitionID(topic: "activity-updates", partition: 1)
+        h.register(tokenB, key: "other", at: 1)
+        h.complete(try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100), partition: other).sends.first))
+        h.feed(makeEvent("e1", timestamp: 100))
+        h.revoke([activityPartition])  // e1's send in flight: closing, and the member rejoins
+        #expect(!h.advance(2 * sec).contains { if case .commit = $0 { true } else { false } }, "held while rebalancing")
+        var actions: [EngineAction] = []
+        h.engine.groupSettled(now: h.now, into: &actions)
+        #expect(actions == [.commit([CommitPoint(partition: other, offset: 1)])], "at once when it settles")
+    }
+
+    @Test func aRefusalBecauseOfARebalanceHoldsCommitsToo() throws {
+        var configuration = EngineConfiguration()
+        configuration.commitInterval = sec
+        var h = Harness(configuration: configuration)
+        h.advance(0)
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
+        let offered = h.advance(sec).compactMap { if case let .commit(points) = $0 { points } else { nil } }.flatMap { $0 }
+        #expect(offered == [CommitPoint(partition: activityPartition, offset: 1)])
+        h.engine.commitAnswered(offered, failed: [activityPartition], rebalancing: true)
+        #expect(!h.advance(3 * sec).contains { if case .commit = $0 { true } else { false } })
+        var actions: [EngineAction] = []
+        h.engine.groupSettled(now: h.now, into: &actions)
+        #expect(actions == [.commit(offered)], "offered again once it settled")
+    }
+}

@@ -81,6 +81,8 @@ struct Simulation {
     var policyAnswers: [(at: Nanoseconds, app: String, channel: String)] = []
     /// Each channel's storage policy as channel management would answer (nil: the lookup fails).
     var channelPolicies: [String: ChannelStoragePolicy?] = [:]
+    /// The group is rebalancing for this member (after a revoke or loss) until `settleAt`.
+    var settleAt: Nanoseconds?
     var stats = SimulationStats()
 
     init(seed: UInt64) {
@@ -186,6 +188,7 @@ struct Simulation {
         for catchUp in catchUps { next = min(next, catchUp.at) }
         for answer in commitAnswers { next = min(next, answer.at) }
         for answer in policyAnswers { next = min(next, answer.at) }
+        if let settleAt { next = min(next, settleAt) }
         if let deadline = engine.nextDeadline() { next = min(next, max(deadline, now)) }
         if !healed { next = min(next, max(nextRevokeAt, now), start + horizon + 60 * 1_000_000_000) }
         if let crashAt { next = min(next, max(crashAt, now)) }
@@ -298,6 +301,7 @@ struct Simulation {
         tokensRead = []
         closing = []
         commitAnswers = []  // the new process never hears them; what Kafka stored stays stored
+        settleAt = nil  // a new member joins afresh
         policyAnswers = []
         for partition in assignedOrder {
             epoch[partition, default: 0] += 1

@@ -25,6 +25,7 @@ struct SimulationStats: CustomStringConvertible {
     var lookups = 0
     /// Token catch-ups reported for an earlier assignment of their partition.
     var staleCatchUps = 0
+    var rebalancesSettled = 0
     var revokes = 0
     var crashes = 0
     /// Pushes that reached a device while Fanout saw a failure (written, answer lost).
@@ -65,6 +66,7 @@ struct SimulationStats: CustomStringConvertible {
         commitsUnanswered += other.commitsUnanswered
         lookups += other.lookups
         staleCatchUps += other.staleCatchUps
+        rebalancesSettled += other.rebalancesSettled
         revokes += other.revokes
         crashes += other.crashes
         ambiguousDeliveries += other.ambiguousDeliveries
