@@ -1,46 +1,89 @@
 /// How to tell a meaningful change from a minor one for one ActivityKit attributes type
-/// (DESIGN.md §3 "Meaningful vs minor").
+/// (DESIGN.md §3 "Meaningful vs minor"; README "Configuration", `engine.progress_fields`).
 public struct MeaningProfile: Sendable, Hashable {
-    /// Up to four top-level `content_state` fields that measure progress (e.g. `"done"`, `"fraction"`).
-    /// A change only in these is minor until it moves by `minProgressDelta`.
-    public var progressFields: [String]
+    /// Top-level `content_state` fields that measure progress (e.g. `"done"`, `"fraction"`), by precedence.
+    /// Of those present in one event with a number, the first `progressSlots` by this order are progress:
+    /// a change only in them is minor until one moves by `minProgressDelta`. Any further ones count as
+    /// ordinary fields, so their change is never lost.
+    public let progressFields: [String]
     /// Absolute change (in the field's own units) of any progress field that makes a minor update worth sending.
     public var minProgressDelta: Double
     /// A held minor update is sent at the latest this long after the last delivered send.
     public var maxQuiet: Nanoseconds
+    /// `nameHash` of each progress field, in the same order: a field's name is compared by its hash first.
+    private let progressFieldHashes: [UInt64]
 
-    public static let maxProgressFields = 4
+    /// Progress values one event carries (a `SIMD4`, so the summary stays inline and allocation-free).
+    public static let progressSlots = 4
+    /// Longest list of progress fields a profile takes.
+    public static let maxProgressFields = 32
+
+    /// The progress-like fields of the README's stories (an export's completed units or fraction, a
+    /// delivery's progress and ETA, a recording's distance and duration, a match's minute); the
+    /// default `engine.progress_fields."*"`.
+    public static let standardProgressFields = [
+        "progress", "percent", "fraction", "completed", "done", "distance", "duration", "elapsed",
+        "remaining", "eta", "eta_minutes", "minute",
+    ]
 
     public init(progressFields: [String] = [], minProgressDelta: Double = 0.05, maxQuiet: Nanoseconds = .seconds(30)) {
         precondition(progressFields.count <= Self.maxProgressFields, "at most \(Self.maxProgressFields) progress fields per attributes type")
         precondition(minProgressDelta >= 0 && maxQuiet >= 0)
         self.progressFields = progressFields
+        self.progressFieldHashes = progressFields.map(Self.nameHash)
         self.minProgressDelta = minProgressDelta
         self.maxQuiet = maxQuiet
     }
 
     /// The content of an event reduced to what the meaning decision compares.
     func summarize(_ fields: [ContentField]) -> ContentSummary {
-        var digest: UInt64 = 0
-        var progress = SIMD4<Double>(repeating: .nan)
+        var summary = ContentSummary.empty
+        // Digest contribution of the field in each slot, added back when a field of higher precedence displaces it.
+        var slotDigests = SIMD4<UInt64>(repeating: 0)
         for field in fields {
-            if let slot = progressFields.firstIndex(of: field.name) {
-                progress[slot] = field.number ?? .nan
-                if field.number != nil { continue }
-            }
+            let nameHash = Self.nameHash(field.name)
             // Order-independent combination of (name, value digest) over the non-progress fields.
-            digest = digest &+ Self.mix(Self.nameHash(field.name) ^ field.digest)
+            let contribution = Self.mix(nameHash ^ field.digest)
+            if let number = field.number, let rank = progressRank(of: field.name, hash: nameHash), rank < summary.ranks[3] {
+                if summary.ranks[3] != ContentSummary.noField { summary.digest = summary.digest &+ slotDigests[3] }
+                var slot = 3
+                while slot > 0 && summary.ranks[slot - 1] > rank {
+                    summary.ranks[slot] = summary.ranks[slot - 1]
+                    summary.progress[slot] = summary.progress[slot - 1]
+                    slotDigests[slot] = slotDigests[slot - 1]
+                    slot -= 1
+                }
+                summary.ranks[slot] = rank
+                summary.progress[slot] = number
+                slotDigests[slot] = contribution
+                continue
+            }
+            summary.digest = summary.digest &+ contribution
         }
-        return ContentSummary(digest: digest, progress: progress)
+        return summary
+    }
+
+    /// The field's position in `progressFields`, nil when it is not a progress field.
+    @inline(__always)
+    private func progressRank(of name: String, hash: UInt64) -> UInt8? {
+        for index in progressFieldHashes.indices where progressFieldHashes[index] == hash && progressFields[index] == name {
+            return UInt8(truncatingIfNeeded: index)
+        }
+        return nil
     }
 
     /// Whether any progress field moved by at least `minProgressDelta` (or appeared) since `last`.
-    func progressMoved(from last: SIMD4<Double>, to current: SIMD4<Double>) -> Bool {
-        for index in 0..<progressFields.count {
-            let new = current[index]
-            guard !new.isNaN else { continue }
-            let old = last[index]
-            if old.isNaN || abs(new - old) >= minProgressDelta { return true }
+    func progressMoved(from last: ContentSummary, to current: ContentSummary) -> Bool {
+        for slot in 0..<Self.progressSlots {
+            let rank = current.ranks[slot]
+            guard rank != ContentSummary.noField else { break }  // slots fill from the first
+            var old = Double.nan
+            if last.ranks[slot] == rank {
+                old = last.progress[slot]
+            } else {
+                for lastSlot in 0..<Self.progressSlots where last.ranks[lastSlot] == rank { old = last.progress[lastSlot] }
+            }
+            if old.isNaN || abs(current.progress[slot] - old) >= minProgressDelta { return true }
         }
         return false
     }
@@ -81,8 +124,13 @@ public struct MeaningProfile: Sendable, Hashable {
     }
 }
 
-/// Digest of the non-progress fields plus the progress values (NaN where absent).
+/// Digest of the non-progress fields, and the values of up to four progress fields with the rank
+/// (position in the profile's list) of the field in each slot; slots fill in rank order, `noField` after.
 struct ContentSummary: Sendable, Hashable {
     var digest: UInt64
+    var ranks: SIMD4<UInt8>
     var progress: SIMD4<Double>
+
+    static let noField = UInt8.max
+    static let empty = ContentSummary(digest: 0, ranks: SIMD4(repeating: noField), progress: SIMD4(repeating: .nan))
 }

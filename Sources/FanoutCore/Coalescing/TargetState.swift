@@ -41,7 +41,7 @@ struct TargetState: Sendable {
     /// Timestamp of the last delivered state, or -1.
     var lastSentTimestamp: Int64 = -1
     var lastDeliveredAt: Nanoseconds = Int64.min / 4
-    var lastSentSummary = ContentSummary(digest: 0, progress: SIMD4(repeating: .nan))
+    var lastSentSummary = ContentSummary.empty
     var bucket: TokenBucket
     /// Armed timer, or `Int64.max`.
     var timerAt: Nanoseconds = .max

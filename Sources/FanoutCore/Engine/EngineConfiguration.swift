@@ -113,7 +113,7 @@ extension EngineConfiguration {
             try require(meaningProfiles[type] != nil, "attributes_type_by_app",
                         "app '\(app)' names attributes type '\(type)', which has no meaning profile; add one or fix the name")
         }
-        for (type, profile) in meaningProfiles.sorted(by: { $0.key < $1.key }) {
+        for (type, profile) in [("*", defaultMeaning)] + meaningProfiles.sorted(by: { $0.key < $1.key }) {
             try require(Set(profile.progressFields).count == profile.progressFields.count, "meaning_profiles",
                         "'\(type)' lists a progress field twice")
         }

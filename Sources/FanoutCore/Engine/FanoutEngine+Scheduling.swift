@@ -55,7 +55,7 @@ extension FanoutEngine {
         let lastSent = targets[index].lastSentSummary
         let major = forcedMajor || (!explicitMinor && (lastSentTimestamp < 0 || summary.digest != lastSent.digest))
         if !major && lastSentTimestamp >= 0 && !targets[index].relieved
-            && !profiles[Int(targets[index].profileIndex)].progressMoved(from: lastSent.progress, to: summary.progress) {
+            && !profiles[Int(targets[index].profileIndex)].progressMoved(from: lastSent, to: summary) {
             // Read in place: copying the profile would retain and release its field list per event.
             earliest = max(earliest, targets[index].lastDeliveredAt + profiles[Int(targets[index].profileIndex)].maxQuiet)
             if !targets[index].listedAsHeldMinor {

@@ -77,8 +77,7 @@ struct WorkerSettings: Sendable {
         e.dedupeWindowPerPartition = max(c.engine.dedupeWindow, e.dedupeWindowPerPartition)
         let maxQuiet = nanoseconds(c.engine.maxQuiet)
         func profile(_ fields: [String]) -> MeaningProfile {
-            MeaningProfile(progressFields: Array(fields.prefix(MeaningProfile.maxProgressFields)),
-                           minProgressDelta: c.engine.minProgressDelta, maxQuiet: maxQuiet)
+            MeaningProfile(progressFields: fields, minProgressDelta: c.engine.minProgressDelta, maxQuiet: maxQuiet)
         }
         e.defaultMeaning = profile(c.engine.progressFields["*"] ?? [])
         var types = Set(c.engine.progressFields.keys.filter { $0 != "*" })

@@ -40,7 +40,7 @@ struct LookupTableTests {
         var model: [UInt64: Int32] = [:]
         let event = ActivityEvent(id: "e", app: "a", lane: .activity, target: "t", kind: .update, timestamp: 1,
                                   contentState: RawJSON(bytes: Array("{}".utf8)))
-        let update = PendingUpdate(event: event, summary: ContentSummary(digest: 0, progress: SIMD4(repeating: .nan)), offset: 0)
+        let update = PendingUpdate(event: event, summary: ContentSummary.empty, offset: 0)
         var nextID: UInt64 = 1
         for _ in 0..<20_000 {
             if !model.isEmpty && random.next() % 2 == 0 {

@@ -396,7 +396,7 @@ extension ConfigurationTests {
         let config = try FanoutConfiguration.load(path: try fixture.file(), environment: [
             "FANOUT_ENGINE__PROGRESS_FIELDS": #"{"ExportAttributes": ["percent", "done"]}"#,
         ])
-        #expect(config.engine.progressFields == ["ExportAttributes": ["percent", "done"]])
+        #expect(config.engine.progressFields == ["*": MeaningProfile.standardProgressFields, "ExportAttributes": ["percent", "done"]])
     }
 
     @Test func commaSeparatedListsOnlyFromEnvironment() throws {
@@ -438,17 +438,88 @@ extension ConfigurationTests {
 
     @Test func exampleLoadsAndSetsEveryKnob() throws {
         let fixture = try ConfigFixture()
-        let path = try Self.examplePath()
-        let config = try FanoutConfiguration.load(path: path, environment: ["FANOUT_APPS__0__KEY_PATH": fixture.keyPath])
+        let config = try FanoutConfiguration.load(path: try Self.examplePath(), environment: ["FANOUT_APPS__0__KEY_PATH": fixture.keyPath])
         // Every knob is written out in the example (optional ones as null, which reads as "none").
         let notFromFile = config.knobs.filter { $0.source == .defaultValue && $0.value != "(none)" }
         #expect(notFromFile.map(\.key) == [])
-        // And the example's values are the defaults: the same configuration as an empty file with the same app.
-        let minimal = try fixture.write(#"{"apps": [{"bundle_id": "com.example.exports", "team_id": "TEAM000001", "key_id": "KEY0000001", "key_path": "\#(fixture.keyPath)", "attributes": {"ExportAttributes": {"progress_fields": ["completed", "percent"], "stale_after": "15m"}}, "broadcast_channels": {"dHVybi1zaWduYWwtbWF0Y2gtMQ==": "none"}}], "engine": {"progress_fields": {"*": ["progress"]}}, "kafka": {"properties": {"client.id": "fanout", "statistics.interval.ms": 0}}}"#)
-        var defaults = try FanoutConfiguration.load(path: minimal, environment: [:])
-        var example = config
-        defaults.knobs = []
-        example.knobs = []
-        #expect(example == defaults)
+    }
+
+    /// The example claims to show every default: each knob but the app entries (which have none) has
+    /// the value `defaults()` gives it, and the example sets nothing `defaults()` does not know.
+    @Test func exampleValuesAreTheDefaults() throws {
+        let fixture = try ConfigFixture()
+        let example = try FanoutConfiguration.load(path: try Self.examplePath(), environment: ["FANOUT_APPS__0__KEY_PATH": fixture.keyPath])
+        let defaults = FanoutConfiguration.defaults()
+        func values(_ configuration: FanoutConfiguration) -> [String: String] {
+            Dictionary(configuration.knobs.filter { !$0.key.hasPrefix("apps[") }.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+        }
+        let expected = values(defaults), actual = values(example)
+        for key in Set(expected.keys).union(actual.keys).sorted() {
+            #expect(actual[key] == expected[key], "\(key): example \(actual[key] ?? "absent"), default \(expected[key] ?? "absent")")
+        }
+        #expect(!expected.isEmpty)
+        var withoutApps = example
+        withoutApps.apps = []
+        withoutApps.knobs = defaults.knobs
+        #expect(withoutApps == defaults)
+    }
+}
+
+@Suite struct PrintConfigTests {
+    /// The printed keys, the first column of `describe()`.
+    static func printedKeys(_ configuration: FanoutConfiguration) -> Set<String> {
+        Set(configuration.describe().split(separator: "\n").map { String($0.prefix { $0 != " " }) })
+    }
+
+    /// Every key the loader asks for is printed, or is a section or list whose knobs are printed;
+    /// the loader's own reads are the list, so a new knob cannot be left out of `--print-config`.
+    @Test func everyKeyTheLoaderReadsIsPrinted() throws {
+        let fixture = try ConfigFixture()
+        let files = [try fixture.file(), try ExampleConfigTests.examplePath()]
+        for path in files {
+            let (configuration, asked) = try FanoutConfiguration.loadReadingKeys(path: path, environment: ["FANOUT_APPS__0__KEY_PATH": fixture.keyPath])
+            let printed = Self.printedKeys(configuration)
+            #expect(asked.count > 60)
+            for key in asked {
+                let covered = printed.contains(key) || printed.contains { $0.hasPrefix(key + ".") || $0.hasPrefix(key + "[") }
+                #expect(covered, "\(key) is read from \(path) but not printed")
+            }
+        }
+    }
+
+    @Test func defaultProgressFieldsArePrintedWithTheirSource() throws {
+        let fixture = try ConfigFixture()
+        let lines = try FanoutConfiguration.load(path: try fixture.file(), environment: [:]).describe().split(separator: "\n")
+        let line = try #require(lines.first { $0.hasPrefix("engine.progress_fields.* ") })
+        #expect(line.contains("[" + MeaningProfile.standardProgressFields.joined(separator: ", ") + "]"))
+        #expect(line.hasSuffix("# default"))
+        #expect(lines.contains { $0.hasPrefix("kafka.properties ") && $0.contains("{}") })
+    }
+}
+
+@Suite struct DefaultProgressFieldsTests {
+    @Test func aTypeListedReplacesTheDefaultForThatTypeOnly() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: try fixture.file(#""engine": {"progress_fields": {"RideAttributes": ["eta"]}}"#), environment: [:])
+        #expect(config.engine.progressFields == ["*": MeaningProfile.standardProgressFields, "RideAttributes": ["eta"]])
+        #expect(config.progressFields(app: config.apps.first, attributesType: "RideAttributes") == ["eta"])
+        #expect(config.progressFields(app: config.apps.first, attributesType: "Other") == MeaningProfile.standardProgressFields)
+    }
+
+    @Test func starReplacesTheDefaultProfile() throws {
+        let fixture = try ConfigFixture()
+        let none = try FanoutConfiguration.load(path: try fixture.file(#""engine": {"progress_fields": {"*": []}}"#), environment: [:])
+        #expect(none.engine.progressFields == ["*": []])
+        let settings = WorkerSettings(configuration: none, options: WorkerOptions(randomSeed: 1))
+        #expect(settings.engine.defaultMeaning.progressFields == [])
+    }
+
+    @Test func tooManyOrRepeatedFieldsAreRejected() throws {
+        let fixture = try ConfigFixture()
+        let many = (0...MeaningProfile.maxProgressFields).map { "\"f\($0)\"" }.joined(separator: ", ")
+        let tooMany = try #require(loadError(try fixture.file(#""engine": {"progress_fields": {"*": [\#(many)]}}"#)))
+        #expect(tooMany.issues.map(\.key) == ["engine.progress_fields.*"])
+        let twice = try #require(loadError(try fixture.file(#""engine": {"progress_fields": {"ExportAttributes": ["done", "done"]}}"#)))
+        #expect(twice.issues.map(\.key) == ["engine.progress_fields.ExportAttributes"])
     }
 }

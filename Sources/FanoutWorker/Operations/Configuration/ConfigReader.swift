@@ -11,6 +11,9 @@ public struct ConfigKnob: Sendable, Hashable {
 final class ConfigReadContext {
     var issues: [ConfigurationError.Issue] = []
     var knobs: [ConfigKnob] = []
+    /// Every key read, sections and lists included, in the order asked: each one is a knob or holds
+    /// knobs, so `--print-config` can be checked against what the loader reads without a second list.
+    var asked: [String] = []
 
     func issue(_ key: String, _ message: String, _ source: ConfigSource?) {
         issues.append(.init(key: key, message: message, source: source))
@@ -48,12 +51,19 @@ final class ConfigReader {
 
     private func take(_ name: String) -> ConfigNode? {
         known.append(name)
+        context.asked.append(key(name))
         if case .null? = fields[name] { return nil }
         return fields[name]
     }
 
     private func record(_ name: String, _ value: String, _ source: ConfigSource, secret: Bool = false) {
         context.knobs.append(ConfigKnob(key: key(name), value: secret ? "<redacted>" : value, source: source))
+    }
+
+    /// Records `name` as printed `text` where nothing set it (an empty map, a value inherited from
+    /// another knob), so `describe()` lists every key the loader reads.
+    func recordUnset(_ name: String, as text: String) {
+        record(name, text, source(of: name) ?? .defaultValue)
     }
 
     func child(_ name: String) -> ConfigReader {

@@ -1,5 +1,6 @@
 import APNsModel
 import FanoutAPNs
+import FanoutCore
 import Foundation
 
 extension FanoutConfiguration {
@@ -15,6 +16,11 @@ extension FanoutConfiguration {
     ///
     /// - Throws: `ConfigurationError` listing every problem with its key, value and source.
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> FanoutConfiguration {
+        try loadReadingKeys(path: path, environment: environment).configuration
+    }
+
+    /// `load`, and every key the loader asked for (sections included): what `describe()` must cover.
+    static func loadReadingKeys(path: String?, environment: [String: String]) throws -> (configuration: FanoutConfiguration, asked: [String]) {
         var root: ConfigNode = .object([:], .defaultValue)
         var issues: [ConfigurationError.Issue] = []
         if let path {
@@ -43,7 +49,7 @@ extension FanoutConfiguration {
         guard context.issues.isEmpty else { throw ConfigurationError(issues: context.issues) }
         var result = configuration
         result.knobs = context.knobs
-        return result
+        return (result, context.asked)
     }
 
     /// Every knob at its default, with `apps` as given and not checked (no file access): for
@@ -128,6 +134,9 @@ extension FanoutConfiguration {
             properties[name] = value
             r.context.knobs.append(ConfigKnob(key: key, value: isSecretProperty(name) ? "<redacted>" : value, source: node.source))
         }
+        if properties.isEmpty {
+            r.recordUnset("properties", as: "{}")
+        }
         r.finish()
         return Kafka(bootstrapServers: bootstrap, groupID: group, topics: topics, commitInterval: commit, properties: properties)
     }
@@ -159,11 +168,14 @@ extension FanoutConfiguration {
             let attributesReader = r.child("attributes")
             for type in attributesReader.fieldNames {
                 let a = attributesReader.child(type)
-                let fields = a.has("progress_fields") ? a.stringList("progress_fields", default: []) : nil
+                let fields = a.has("progress_fields") ? readProgressFields(a, "progress_fields", default: []) : nil
+                if fields == nil { a.recordUnset("progress_fields", as: "(engine.progress_fields)") }
                 let stale: Duration? = a.has("stale_after") ? a.duration("stale_after", default: .seconds(900), range: .seconds(1)...(.seconds(8 * 3600))) : nil
+                if stale == nil { a.recordUnset("stale_after", as: "(engine.default_stale_after)") }
                 a.finish()
                 attributes[type] = AttributesSettings(progressFields: fields, staleAfter: stale)
             }
+            if attributesReader.fieldNames.isEmpty { r.recordUnset("attributes", as: "{}") }
             attributesReader.finish()
             var channels: [String: ChannelStorage] = [:]
             let channelsReader = r.child("broadcast_channels")
@@ -174,6 +186,7 @@ extension FanoutConfiguration {
                 }
                 channels[channel] = channelsReader.choice(channel, default: ChannelStorage.none)
             }
+            if channelsReader.fieldNames.isEmpty { r.recordUnset("broadcast_channels", as: "{} (policies looked up)") }
             channelsReader.finish()
             r.finish()
             apps.append(App(bundleID: bundle, teamID: team, keyID: keyID, keyPath: keyPath, environment: environment,
@@ -256,10 +269,11 @@ extension FanoutConfiguration {
         p.finish()
         let maxQuiet = r.duration("max_quiet", default: .seconds(30), range: .seconds(1)...(.seconds(3600)))
         let delta = r.double("min_progress_delta", default: 0.05, range: 0...1e12)
-        var progress: [String: [String]] = [:]
+        // A type listed replaces the default for that type; "*" (every other type) defaults to the standard list.
         let progressReader = r.child("progress_fields")
-        for type in progressReader.fieldNames {
-            progress[type] = progressReader.stringList(type, default: [])
+        var progress = ["*": readProgressFields(progressReader, "*", default: MeaningProfile.standardProgressFields)]
+        for type in progressReader.fieldNames where type != "*" {
+            progress[type] = readProgressFields(progressReader, type, default: [])
         }
         progressReader.finish()
         let stale = r.duration("default_stale_after", default: .seconds(15 * 60), range: .seconds(1)...(.seconds(8 * 3600)))
@@ -274,6 +288,20 @@ extension FanoutConfiguration {
         return Engine(standard: standard, frequent: frequent, broadcast: broadcast, pushToStart: pushToStart,
                       maxQuiet: maxQuiet, minProgressDelta: delta, progressFields: progress, defaultStaleAfter: stale,
                       tokenWait: tokenWait, backoffCap: backoffCap, recoveryRamp: recoveryRamp, dedupeWindow: dedupe, maxEventBytes: maxEvent)
+    }
+
+    /// A list of progress fields: distinct names, at most `MeaningProfile.maxProgressFields`.
+    private static func readProgressFields(_ r: ConfigReader, _ name: String, default fallback: [String]) -> [String] {
+        let fields = r.stringList(name, default: fallback)
+        if fields.count > MeaningProfile.maxProgressFields {
+            r.context.issue(r.key(name), "lists \(fields.count) fields; at most \(MeaningProfile.maxProgressFields)", r.source(of: name))
+            return fallback
+        }
+        if Set(fields).count != fields.count {
+            r.context.issue(r.key(name), "lists a field twice: [\(fields.joined(separator: ", "))]", r.source(of: name))
+            return fallback
+        }
+        return fields
     }
 
     private static func readBackpressure(_ r: ConfigReader) -> Backpressure {
