@@ -43,12 +43,14 @@ let package = Package(
         .executableTarget(name: "fanout", dependencies: ["FanoutCLI"], swiftSettings: strict),
 
         // MARK: Tests mirror the source modules
+        // Child processes for tests without Foundation.Process (see ChildProcess).
+        .target(name: "FanoutTestSupport", path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "APNsModelTests", dependencies: ["APNsModel"], swiftSettings: strict),
         .testTarget(name: "FanoutCoreTests", dependencies: ["FanoutCore", "APNsModel"], swiftSettings: strict),
         .testTarget(name: "FanoutKafkaTests", dependencies: ["FanoutKafka", "FanoutCore"], swiftSettings: strict),
         .testTarget(name: "FanoutHTTP2Tests", dependencies: ["FanoutHTTP2"], swiftSettings: strict),
-        .testTarget(name: "FanoutAPNsTests", dependencies: ["FanoutAPNs", "APNsModel", "APNsSimulator", "FanoutCrypto"], swiftSettings: strict),
-        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "APNsModel", "FanoutCrypto"], swiftSettings: strict),
+        .testTarget(name: "FanoutAPNsTests", dependencies: ["FanoutAPNs", "APNsModel", "APNsSimulator", "FanoutCrypto", "FanoutTestSupport"], swiftSettings: strict),
+        .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "APNsModel", "FanoutCrypto", "FanoutTestSupport"], swiftSettings: strict),
         .testTarget(name: "FanoutWorkerTests",
                     dependencies: ["FanoutWorker", "FanoutCore", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],
                     swiftSettings: strict),

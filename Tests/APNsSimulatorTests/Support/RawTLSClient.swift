@@ -1,35 +1,29 @@
+import FanoutTestSupport
 import Foundation
 
 /// `openssl s_client` as a TLS client that says only what a test writes to it (raw HTTP/2 frames, or
 /// nothing at all) and keeps its side open: it exits when the simulator closes the connection.
 final class RawTLSClient: @unchecked Sendable {
-    // @unchecked: the Process and pipes are only touched from the test's task; what was read is behind PipeDrain's lock.
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private let errors = Pipe()
+    // @unchecked: the child and its pipes are only touched from the test's task; what was read is behind PipeDrain's lock.
+    private let process: ChildProcess
     private let drain: PipeDrain
 
     init(port: Int) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-alpn", "h2", "-quiet", "-verify_quiet"]
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        drain = PipeDrain(output.fileHandleForReading)
-        try process.run()
+        process = try ChildProcess("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-alpn", "h2", "-quiet", "-verify_quiet"],
+                                   input: .pipe, output: .pipe, error: .pipe)
+        drain = PipeDrain(process.standardOutput!)
     }
 
     deinit {
-        if process.isRunning { process.terminate() }
+        process.signal(SIGTERM)
     }
 
     /// s_client's own messages (for failure descriptions); read only after it exited.
     var diagnostics: String {
-        process.isRunning ? "" : String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.isRunning ? "" : String(decoding: process.standardError!.readDataToEndOfFile(), as: UTF8.self)
     }
 
-    func send(_ data: [UInt8]) { input.fileHandleForWriting.write(Data(data)) }
+    func send(_ data: [UInt8]) { process.standardInput!.write(Data(data)) }
 
     var receivedBytes: Data { drain.data }
 

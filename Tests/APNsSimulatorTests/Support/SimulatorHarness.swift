@@ -1,4 +1,5 @@
 import APNsSimulator
+import FanoutTestSupport
 import Foundation
 import Synchronization
 
@@ -120,23 +121,8 @@ final class SimulatorHarness: Sendable {
 
     /// Runs a tool to completion without blocking the test's thread (waits on the termination handler).
     static func run(_ executable: String, _ arguments: [String]) async throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let stdoutDrain = PipeDrain(out.fileHandleForReading)
-        let stderrDrain = PipeDrain(err.fileHandleForReading)
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        // The child has exited: both pipes reach their end promptly. Wait off the cooperative pool.
-        let (stdout, stderr) = await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: (stdoutDrain.waitForEnd(), stderrDrain.waitForEnd())) }
-        }
-        return ProcessResult(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let result = try await ChildProcess.run(executable, arguments)
+        return ProcessResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 }
 

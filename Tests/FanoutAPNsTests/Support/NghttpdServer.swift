@@ -1,14 +1,15 @@
 import Foundation
 import FanoutCrypto
+import FanoutTestSupport
 
 /// An independent HTTP/2 peer for transport tests: Debian's `nghttpd` on loopback with a
 /// throwaway CA, serving files (POST to an existing file answers 200, anything else 404).
 final class NghttpdServer: @unchecked Sendable {
-    // @unchecked: immutable after init except `process`, which only init and deinit touch.
+    // @unchecked: immutable after init; the child's state is behind its own lock.
     let port: Int
     let caFile: String
     let directory: String
-    private let process: Process
+    private let process: ChildProcess
 
     static let executable = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/sbin/nghttpd"
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
@@ -30,19 +31,16 @@ final class NghttpdServer: @unchecked Sendable {
         var lastError = "no attempt"
         for _ in 0..<20 {
             let candidate = Int.random(in: 20_000..<60_000)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: NghttpdServer.executable)
-            process.arguments = ["-d", root, "--max-concurrent-streams=\(maxConcurrentStreams)", "--address=127.0.0.1",
-                                 String(candidate), certificates.privateKeyPath, certificates.certificateChainPath]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProcess(NghttpdServer.executable,
+                                           ["-d", root, "--max-concurrent-streams=\(maxConcurrentStreams)", "--address=127.0.0.1",
+                                            String(candidate), certificates.privateKeyPath, certificates.certificateChainPath])
             if Self.waitUntilListening(port: candidate, process: process) {
                 self.port = candidate
                 self.process = process
                 return
             }
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
+            _ = process.waitUntilExit()
             lastError = "nghttpd did not listen on \(candidate)"
         }
         throw NSError(domain: "NghttpdServer", code: 1, userInfo: [NSLocalizedDescriptionKey: lastError])
@@ -51,18 +49,17 @@ final class NghttpdServer: @unchecked Sendable {
     var baseURL: String { "https://127.0.0.1:\(port)" }
 
     /// Freezes the server (SIGSTOP): connections stay open, nothing is answered, PINGs included.
-    func pause() { kill(process.processIdentifier, SIGSTOP) }
-    func resume() { kill(process.processIdentifier, SIGCONT) }
+    func pause() { process.signal(SIGSTOP) }
+    func resume() { process.signal(SIGCONT) }
 
     deinit {
-        // Not waitUntilExit(): it spins a run loop that can hang on a cooperative-pool thread.
-        kill(process.processIdentifier, SIGKILL)
-        for _ in 0..<200 where process.isRunning { usleep(10_000) }
+        process.signal(SIGKILL)
+        _ = process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Polls until something accepts TCP connections on 127.0.0.1:`port` (false if `process` exits first).
-    static func waitUntilListening(port: Int, process: Process) -> Bool {
+    static func waitUntilListening(port: Int, process: ChildProcess) -> Bool {
         for _ in 0..<100 {
             if !process.isRunning { return false }
             let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
