@@ -137,6 +137,14 @@ public struct FanoutEngine: Sendable {
         if event.kind == .end { targets[index].endAccepted = true }
         let summary = profiles[Int(targets[index].profileIndex)].summarize(event.contentFields)
         if targets[index].pending != nil {
+            if event.kind == .end && event.lane == .activity, let start = targets[index].pending?.event, start.kind == .start,
+               targets[index].pending!.startAttemptTimestamp == nil,
+               tokens.usableToken(for: event.target, notBefore: start.timestamp, hint: &targets[index].tokenEntry) != nil {
+                // This worker never sent the start, but a previous owner of the partition did (a replay
+                // after a handoff): the activity's own token, registered since, shows it started on
+                // the device. Its end must reach that token, not cancel the pair.
+                targets[index].pending!.startWasAttempted()
+            }
             // In place: the pending state is not copied.
             switch targets[index].pending!.absorb(event, summary: summary, offset: source.offset) {
             case .merged:

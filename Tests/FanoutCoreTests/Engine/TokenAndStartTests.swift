@@ -115,6 +115,22 @@ import Testing
         #expect(actions.sends.isEmpty && actions.deadLetters.isEmpty)
     }
 
+    /// A start this worker never sent, replayed after a handoff, meets its end: when the activity's own
+    /// token (registered at or after the start) is known, a previous owner's start reached the device,
+    /// and the end goes to that token instead of cancelling the pair.
+    @Test func endOfAReplayedStartWhoseActivityTokenArrivedGoesToThatToken() throws {
+        var configuration = EngineConfiguration()
+        configuration.pushToStartBudget = BudgetSettings(minInterval: sec, burst: 1, refillPerHour: 10)
+        var h = Harness(configuration: configuration, registerToken: false)
+        h.feed(makeEvent("s0", target: "other", kind: .start, timestamp: 90, alert: true, token: tokenB))  // spends the bucket
+        #expect(h.feed(makeEvent("s", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.isEmpty, "held by the push-to-start budget")
+        h.register(tokenA, at: 100)  // uploaded by the app after the previous owner's start
+        let actions = h.feed(makeEvent("e", kind: .end, timestamp: 101))
+        #expect(actions.drops.isEmpty)
+        let end = try #require((actions + h.advance(2 * sec)).sends.first { $0.target == "export-42" })
+        #expect(end.event.kind == .end && end.destination == .activityToken(tokenA))
+    }
+
     /// A start whose answer was lost may be on the Lock Screen: its end is sent to the activity's own
     /// token (one registered at or after the start), not cancelled with it.
     @Test func endOfAStartSentWithoutAnswerGoesToTheActivityToken() throws {
