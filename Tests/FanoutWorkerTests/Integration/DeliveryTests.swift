@@ -127,7 +127,8 @@ extension WorkerIntegration.Delivery {
         await worker.stop(timeout: .seconds(5))
     }
 
-    /// (d) Malformed events are dead-lettered with their reason codes; the partition keeps flowing.
+    /// (d) Malformed events are dead-lettered with their reason codes, a record with a null key as
+    /// `missing-key` (it used to reach APNs); the partition keeps flowing.
     @Test func malformedEventsAreDeadLetteredAndThePartitionFlows() async throws {
         let harness = try IntegrationHarness(partitions: 1)
         let key = "export-9", token = IntegrationHarness.token(9)
@@ -141,6 +142,8 @@ extension WorkerIntegration.Delivery {
         try await harness.produceEvent(key: key, IntegrationHarness.event(id: "ms", key: key, timestamp: base * 1000, state: "{\"phase\":\"b\"}"))
         try await harness.produceEvent(key: key, "{\"v\":1,\"id\":\"nostate\",\"activity\":\"\(key)\",\"event\":\"update\",\"timestamp\":\(base + 1)}")
         try await harness.produce(IntegrationHarness.updates, key: key, value: nil)
+        try await harness.produceKeyless(IntegrationHarness.updates,
+                                         IntegrationHarness.event(id: "keyless", key: key, timestamp: base + 2, state: "{\"phase\":\"keyless\"}"))
         try await harness.produceEvent(key: key, IntegrationHarness.event(id: "ok2", key: key, timestamp: base + 5, state: "{\"phase\":\"final\"}"))
 
         try await harness.eventually("the last valid state on the device") {
@@ -149,11 +152,12 @@ extension WorkerIntegration.Delivery {
         try await harness.eventually("every offset committed") { try harness.allCommitted() }
         let letters = try harness.readAll(IntegrationHarness.deadLetters)
         let reasons = letters.compactMap { $0.header("fanout-error")?.value.map { String(decoding: $0, as: UTF8.self) } }
-        #expect(reasons == ["malformed-json", "timestamp-in-milliseconds", "missing-content-state", "malformed-json"])
+        #expect(reasons == ["malformed-json", "timestamp-in-milliseconds", "missing-content-state", "malformed-json", "missing-key"])
+        #expect(!harness.simulator.deliveries().contains { $0.aps.contains("keyless") }, "the keyless record never reached APNs")
         // Original bytes and the source position travel with each dead letter.
         #expect(letters.first?.value.map { String(decoding: $0, as: UTF8.self) } == "{\"v\":1,\"id\":\"broken\"")
         #expect(letters.first?.header("fanout-source")?.value.map { String(decoding: $0, as: UTF8.self) } == "\(IntegrationHarness.updates)/0/1")
-        #expect(worker.summary.deadLettered.values.reduce(0, +) == 4)
+        #expect(worker.summary.deadLettered.values.reduce(0, +) == 5)
         await worker.stop(timeout: .seconds(5))
     }
 }

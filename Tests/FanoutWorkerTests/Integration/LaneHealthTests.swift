@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 extension WorkerIntegration {
-    /// Readiness follows APNs as the engine judges it, and records the decoder cannot take never reach APNs.
+    /// Readiness follows APNs as the engine judges it.
     @Suite struct LaneHealth {
         /// An outage of 503s longer than `apns.lane_failing_after`: not ready with the reason and one
         /// warning; when APNs answers again, ready, one info line, and everything delivered.
@@ -32,27 +32,6 @@ extension WorkerIntegration {
             #expect(lines.filter { $0.contains("\"level\":\"warning\"") && $0.contains("every APNs send on this lane has failed") }.count == 1)
             #expect(lines.filter { $0.contains("APNs answers this lane again") }.count == 1)
             try await harness.eventually("committed") { try harness.allCommitted() }
-            await worker.stop(timeout: .seconds(5))
-        }
-
-        /// A record with a null Kafka key is dead-lettered `missing-key` (it was sent to APNs); the
-        /// partition keeps flowing.
-        @Test func aRecordWithANullKeyIsDeadLetteredAndNotSent() async throws {
-            let harness = try IntegrationHarness(partitions: 1)
-            let key = "export-k", token = IntegrationHarness.token(92)
-            let base = IntegrationHarness.now - 300
-            try await harness.registerToken(key: key, token: token, at: base - 10)
-            let worker = try harness.makeWorker(name: "k")
-            try worker.start()
-            try await harness.produceKeyless(IntegrationHarness.updates,
-                                             IntegrationHarness.event(id: "k0", key: key, timestamp: base, state: "{\"phase\":\"keyless\"}"))
-            try await harness.produceEvent(key: key, IntegrationHarness.event(id: "k1", key: key, timestamp: base + 1, state: "{\"phase\":\"keyed\"}"))
-            try await harness.eventually("the keyed event delivered and everything committed") {
-                try harness.allCommitted() && harness.simulator.deviceView(token: token)?.contentState.contains("keyed") == true
-            }
-            #expect(!harness.simulator.deliveries().contains { $0.aps.contains("keyless") }, "the keyless record never reached APNs")
-            let letters = try harness.readAll(IntegrationHarness.deadLetters)
-            #expect(letters.compactMap { $0.header("fanout-error")?.value.map { String(decoding: $0, as: UTF8.self) } } == ["missing-key"])
             await worker.stop(timeout: .seconds(5))
         }
     }
