@@ -93,10 +93,14 @@ extension FanoutEngine {
         if nextCommitAt == .min { nextCommitAt = now + interval }
         guard now >= nextCommitAt else { return }
         nextCommitAt = now + interval
-        guard !groupIsRebalancing else { return }
+        guard !groupIsRebalancing && !commitsStopped else { return }
         let points = uncommittedPoints()
         if !points.isEmpty { actions.append(.commit(points)) }
     }
+
+    /// The worker is stopping: no more `.commit`; it commits `uncommittedPoints()` itself, once,
+    /// before it leaves the group (a commit after that could only fail against a closed consumer).
+    public mutating func stopCommitting() { commitsStopped = true }
 
     /// The group started rebalancing for this member (it revoked or lost partitions, or Kafka refused
     /// a commit for it): no commit goes out until `groupSettled`. A commit of the old generation that

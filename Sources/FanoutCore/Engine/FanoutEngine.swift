@@ -60,6 +60,8 @@ public struct FanoutEngine: Sendable {
     var nextCommitAt: Nanoseconds = .min
     /// The group is rebalancing (`groupRebalancing`): no `.commit` until `groupSettled`.
     var groupIsRebalancing = false
+    /// The worker is stopping (`stopCommitting`): it makes the final commit itself.
+    var commitsStopped = false
     /// Per lane: since when every send failed lane-wide (nil: the last answer came over HTTP), the
     /// last failure, and whether `.laneFailing` was said for this episode.
     var laneFailingSince: [Nanoseconds?] = [nil, nil]
@@ -242,7 +244,7 @@ public struct FanoutEngine: Sendable {
         for lane in 0..<2 where !laneFailingReported[lane] {
             if let since = laneFailingSince[lane] { deadline = min(deadline ?? .max, since + configuration.laneFailingAfter) }
         }
-        if configuration.commitInterval != nil && nextCommitAt != .min && !partitionSlotByID.isEmpty && !groupIsRebalancing {
+        if configuration.commitInterval != nil && nextCommitAt != .min && !partitionSlotByID.isEmpty && !groupIsRebalancing && !commitsStopped {
             deadline = min(deadline ?? nextCommitAt, nextCommitAt)
         }
         return deadline

@@ -184,7 +184,7 @@ final class IntakeService: PartitionActions {
         if !core.isIdle {
             core.log.warning("shutdown timeout reached with sends or produces still outstanding; their offsets stay uncommitted and will be replayed")
         }
-        let final = core.uncommittedPoints()
+        let final = core.finalCommitPoints()
         if commits.commitNow(final) { committed(final) }
         closeConsumer()
         _ = commits.answered(consumer.drainCommitAnswers())  // the last answers, `.closed` ones included

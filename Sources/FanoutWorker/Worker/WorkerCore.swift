@@ -234,8 +234,14 @@ final class WorkerCore: Sendable {
         }
     }
 
-    /// Every commit point not yet acknowledged by Kafka (the final commit at shutdown).
-    func uncommittedPoints() -> [CommitPoint] { state.withLock { $0.engine.uncommittedPoints() } }
+    /// Every commit point not yet acknowledged by Kafka, for the final commit at shutdown; the engine
+    /// offers no commit of its own from now on.
+    func finalCommitPoints() -> [CommitPoint] {
+        state.withLock { state in
+            state.engine.stopCommitting()
+            return state.engine.uncommittedPoints()
+        }
+    }
 
     /// True when no send is in flight and no dead letter or feedback record awaits its acknowledgement.
     var isIdle: Bool {

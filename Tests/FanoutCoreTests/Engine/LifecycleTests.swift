@@ -180,3 +180,17 @@ import Testing
         #expect(actions == [.commit(offered)], "offered again once it settled")
     }
 }
+
+extension CommitTimingTests {
+    /// At shutdown the worker makes the final commit itself: the engine offers none after it.
+    @Test func noCommitIsOfferedOnceTheWorkerStopsCommitting() throws {
+        var configuration = EngineConfiguration()
+        configuration.commitInterval = sec
+        var h = Harness(configuration: configuration)
+        h.advance(0)
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
+        h.engine.stopCommitting()
+        #expect(h.engine.uncommittedPoints() == [CommitPoint(partition: activityPartition, offset: 1)])
+        #expect(!h.advance(5 * sec).contains { if case .commit = $0 { true } else { false } })
+    }
+}
