@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "FanoutAPNsTests", dependencies: ["FanoutAPNs", "APNsModel", "APNsSimulator", "FanoutCrypto", "FanoutTestSupport"], swiftSettings: strict),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "APNsModel", "FanoutCrypto", "FanoutTestSupport"], swiftSettings: strict),
         .testTarget(name: "FanoutWorkerTests",
-                    dependencies: ["FanoutWorker", "FanoutCore", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],
+                    dependencies: ["FanoutWorker", "FanoutCore", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto", "FanoutTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "FanoutCLITests", dependencies: ["FanoutCLI", "FanoutWorker", "FanoutCore", "FanoutKafka", "APNsSimulator"], swiftSettings: strict),
     ]
