@@ -22,9 +22,13 @@ extension WorkerIntegration {
                 "session.timeout.ms": "25000", "max.poll.interval.ms": "30000", "heartbeat.interval.ms": "500"])
             try worker.start()
             for (key, token) in zip(keys, tokens) { _ = try await harness.produceProgress(key: key, token: token, progress: 0, base: base) }
-            try await harness.eventually("the first states delivered and committed") { try harness.allCommitted() }
-
-            // Nothing is left to commit, so no commit is in flight: every answer from here on is a delayed one.
+            // Committed, and the worker heard every answer: nothing is left to commit, so no commit is
+            // in flight, and every answer from here on is a delayed one.
+            try await harness.eventually("the first states delivered and committed, and the worker heard it") {
+                let heard = worker.summary.committed
+                return try harness.allCommitted()
+                    && harness.endOffsets().allSatisfy { $0.value == 0 || heard["\(IntegrationHarness.updates)/\($0.key)"] == $0.value }
+            }
             let answers = { metrics.commits.labels("ok").value + metrics.commits.labels("failed").value }
             try harness.cluster.setBrokerRoundTripTime(1, milliseconds: 10_000)
             let answersBefore = answers()
