@@ -151,10 +151,13 @@ final class WorkerCore: Sendable {
 
     // MARK: Time
 
-    func tick() {
+    func tick() { decide { state, now, actions in state.engine.tick(now: now, into: &actions) } }
+
+    /// Feeds the engine under the lock at the current time, then performs what it decided outside it.
+    func decide(_ body: (inout State, Nanoseconds, inout [EngineAction]) -> Void) {
         let now = clock.now()
         var actions: [EngineAction] = []
-        state.withLock { $0.engine.tick(now: now, into: &actions) }
+        state.withLock { body(&$0, now, &actions) }
         perform(actions)
     }
 
@@ -169,54 +172,33 @@ final class WorkerCore: Sendable {
     var partitionActions: (any PartitionActions)? { partitionActionsBox.withLock { $0.value } }
 
     func assign(_ partitions: [PartitionID]) {
-        let now = clock.now()
-        var actions: [EngineAction] = []
-        state.withLock { state in
+        decide { state, now, actions in
             for partition in partitions { state.engine.assign(partition, lane: lane(of: partition.topic), now: now, into: &actions) }
         }
-        perform(actions)
     }
 
     /// An orderly revoke: the engine drains each partition and says so with `.revokeDrained`.
     func revoke(_ partitions: [PartitionID]) {
-        let now = clock.now()
-        var actions: [EngineAction] = []
-        state.withLock { $0.engine.revoke(partitions, now: now, into: &actions) }
-        perform(actions)
+        decide { state, now, actions in state.engine.revoke(partitions, now: now, into: &actions) }
     }
 
     /// Lost without an orderly handoff: dropped, nothing committed.
     func lose(_ partitions: [PartitionID]) {
-        var actions: [EngineAction] = []
-        state.withLock { state in
+        decide { state, _, actions in
             state.engine.lose(partitions, into: &actions)
             for partition in partitions { state.retained[partition] = nil }
         }
-        perform(actions)
     }
 
     /// The group's rebalance finished for this member (a SyncGroup succeeded): held commits go out.
-    func groupSettled() {
-        let now = clock.now()
-        var actions: [EngineAction] = []
-        state.withLock { $0.engine.groupSettled(now: now, into: &actions) }
-        perform(actions)
-    }
+    func groupSettled() { decide { state, now, actions in state.engine.groupSettled(now: now, into: &actions) } }
 
     func tokensCaughtUp(partition: Int32, assignment: AssignmentID) {
-        let now = clock.now()
-        var actions: [EngineAction] = []
-        state.withLock { $0.engine.tokensCaughtUp(partition: partition, assignment: assignment, now: now, into: &actions) }
-        perform(actions)
+        decide { state, now, actions in state.engine.tokensCaughtUp(partition: partition, assignment: assignment, now: now, into: &actions) }
     }
 
     /// Backpressure: the engine pauses and resumes partitions (`.pauseFetching`, `.resumeFetching`).
-    func regulate() {
-        let now = clock.now()
-        var actions: [EngineAction] = []
-        state.withLock { $0.engine.regulate(now: now, into: &actions) }
-        perform(actions)
-    }
+    func regulate() { decide { state, now, actions in state.engine.regulate(now: now, into: &actions) } }
 
     func fetchControlFailed(_ partitions: [PartitionID], paused: Bool) {
         state.withLock { $0.engine.fetchControlFailed(partitions, paused: paused) }

@@ -149,11 +149,17 @@ import Testing
 /// Commits wait while the group rebalances for this worker (librdkafka 2.0.2 drops every partition
 /// when a commit of the old generation is answered after the rejoin) and go out when it settles.
 @Suite struct CommitTimingTests {
-    @Test func commitsAreHeldWhileTheGroupRebalancesAndGoOutWhenItSettles() throws {
+    /// An engine that emits `.commit` every second, its commit clock started.
+    static func committingEverySecond() -> Harness {
         var configuration = EngineConfiguration()
         configuration.commitInterval = sec
         var h = Harness(configuration: configuration)
         h.advance(0)
+        return h
+    }
+
+    @Test func commitsAreHeldWhileTheGroupRebalancesAndGoOutWhenItSettles() throws {
+        var h = Self.committingEverySecond()
         let other = PartitionID(topic: "activity-updates", partition: 1)
         h.register(tokenB, key: "other", at: 1)
         h.complete(try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100), partition: other).sends.first))
@@ -166,10 +172,7 @@ import Testing
     }
 
     @Test func aRefusalBecauseOfARebalanceHoldsCommitsToo() throws {
-        var configuration = EngineConfiguration()
-        configuration.commitInterval = sec
-        var h = Harness(configuration: configuration)
-        h.advance(0)
+        var h = Self.committingEverySecond()
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
         let offered = h.advance(sec).compactMap { if case let .commit(points) = $0 { points } else { nil } }.flatMap { $0 }
         #expect(offered == [CommitPoint(partition: activityPartition, offset: 1)])
@@ -184,10 +187,7 @@ import Testing
 extension CommitTimingTests {
     /// At shutdown the worker makes the final commit itself: the engine offers none after it.
     @Test func noCommitIsOfferedOnceTheWorkerStopsCommitting() throws {
-        var configuration = EngineConfiguration()
-        configuration.commitInterval = sec
-        var h = Harness(configuration: configuration)
-        h.advance(0)
+        var h = Self.committingEverySecond()
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
         h.engine.stopCommitting()
         #expect(h.engine.uncommittedPoints() == [CommitPoint(partition: activityPartition, offset: 1)])
