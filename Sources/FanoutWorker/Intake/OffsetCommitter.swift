@@ -78,7 +78,7 @@ final class OffsetCommitter: Sendable {
     func commitNow(_ points: [CommitPoint]) -> Bool {
         guard !points.isEmpty else { return true }
         do {
-            try consumer.commit(Dictionary(uniqueKeysWithValues: points.map { ($0.partition, $0.offset) }))
+            try consumer.commit(Self.offsets(points))
             core.metrics.commits.labels("ok").increment()
             core.commitAnswered(points, failed: [])
             return true
@@ -98,7 +98,7 @@ final class OffsetCommitter: Sendable {
 
     private func start(_ points: [CommitPoint]) {
         do {
-            let id = try consumer.commitAsync(Dictionary(uniqueKeysWithValues: points.map { ($0.partition, $0.offset) }))
+            let id = try consumer.commitAsync(Self.offsets(points))
             state.withLock { $0.outstanding = id }
         } catch {
             // Not started (the consumer closed, or librdkafka refused): no answer will come.
@@ -106,5 +106,10 @@ final class OffsetCommitter: Sendable {
             core.commitAnswered(points, failed: Set(points.map(\.partition)))
             core.log.warning("offset commit could not start; the engine offers it again with the next", ["error": .string("\(error)")])
         }
+    }
+
+    /// The points as Kafka's "next offset to read" per partition.
+    private static func offsets(_ points: [CommitPoint]) -> [PartitionID: Int64] {
+        Dictionary(uniqueKeysWithValues: points.map { ($0.partition, $0.offset) })
     }
 }
