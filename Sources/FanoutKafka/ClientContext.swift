@@ -1,4 +1,7 @@
 import CRdKafka
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One librdkafka line of its own log (connection failures, rebalances, retries, ...).
 public struct KafkaLogRecord: Sendable, Hashable {
@@ -20,13 +23,23 @@ final class ClientContext: Sendable {
     let log: KafkaLogHandler?
     let rebalance: RebalanceContext?
     let clientErrors: (@Sendable (KafkaError) -> Void)?
+    let groupJoin: GroupJoinWatch?
+    /// Lines above this syslog level are not forwarded: they come from a debug context Fanout turned
+    /// on for itself (`GroupJoinWatch`), not one the user asked for.
+    let forwardedLevel: Int32
 
     init(log: KafkaLogHandler?, rebalance: RebalanceContext? = nil,
-         clientErrors: (@Sendable (KafkaError) -> Void)? = nil) {
+         clientErrors: (@Sendable (KafkaError) -> Void)? = nil,
+         groupJoin: GroupJoinWatch? = nil, forwardedLevel: Int32 = 7) {
         self.log = log
         self.rebalance = rebalance
         self.clientErrors = clientErrors
+        self.groupJoin = groupJoin
+        self.forwardedLevel = forwardedLevel
     }
+
+    /// Whether librdkafka must call `fanoutLogCallback` (else it keeps its own stderr logger).
+    var wantsLogCallback: Bool { log != nil || groupJoin != nil }
 
     static func from(_ opaque: UnsafeMutableRawPointer) -> ClientContext {
         Unmanaged<ClientContext>.fromOpaque(opaque).takeUnretainedValue()
@@ -36,7 +49,16 @@ final class ClientContext: Sendable {
 /// The C log callback: librdkafka threads, no throwing, minimum work.
 func fanoutLogCallback(_ rk: OpaquePointer?, _ level: Int32, _ facility: UnsafePointer<CChar>?,
                        _ message: UnsafePointer<CChar>?) {
-    guard let rk, let opaque = rd_kafka_opaque(rk), let log = ClientContext.from(opaque).log else { return }
+    guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
+    let context = ClientContext.from(opaque)
+    if let watch = context.groupJoin, let facility, let message, strcmp(facility, GroupJoinWatch.facility) == 0 {
+        watch.observe(message)
+    }
+    guard level <= context.forwardedLevel else { return }
+    guard let log = context.log else {
+        rd_kafka_log_print(rk, level, facility, message)   // librdkafka's own stderr format
+        return
+    }
     log(KafkaLogRecord(level: Int(level), facility: facility.map { String(cString: $0) } ?? "",
                        message: message.map { String(cString: $0) } ?? "",
                        client: String(cString: rd_kafka_name(rk))))

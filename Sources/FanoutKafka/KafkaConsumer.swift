@@ -32,6 +32,13 @@ public final class KafkaConsumer: Sendable {
             .withDefaults(["partition.assignment.strategy": "cooperative-sticky", "auto.offset.reset": "earliest"])
             .pinning(Self.pinned, client: "group consumer")
         effective["group.id"] = groupID
+        // The `cgrp` debug context carries the join state (GroupJoinWatch); lines the user did not ask
+        // for stay unforwarded.
+        let requested = effective["debug"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
+        let forwardedLevel: Int32 = !requested.isEmpty ? 7 : Int32(effective["log_level"] ?? "6") ?? 6
+        if !requested.contains("cgrp") && !requested.contains("all") {
+            effective["debug"] = (requested + ["cgrp"]).joined(separator: ",")
+        }
         let conf = try RDKafkaConf(effective)
         conf.withPointer { rd_kafka_conf_set_rebalance_cb($0, fanoutRebalanceCallback) }
         // librdkafka refuses to mix cooperative and eager assignors, so one entry decides.
@@ -39,7 +46,9 @@ public final class KafkaConsumer: Sendable {
         let cooperative = assignors.contains { $0.trimmingCharacters(in: .whitespaces) == "cooperative-sticky" }
         context = RebalanceContext(handler: rebalance, cooperative: cooperative)
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf,
-                                   context: ClientContext(log: log, rebalance: context))
+                                   context: ClientContext(log: log, rebalance: context,
+                                                          groupJoin: GroupJoinWatch(rejoining: rebalance.rejoining),
+                                                          forwardedLevel: forwardedLevel))
         self.groupID = groupID
         commits = CommitQueue(client: client)
         // Route the main queue (errors, logs as events) to the consumer queue served by poll.

@@ -19,14 +19,21 @@ public struct KafkaRebalanceHandler: Sendable {
     /// adding nothing, is applied): after `assigned` when that is called, and also when it is not.
     /// Not after the assignment that follows a cooperative revoke: the member rejoins right after it.
     public var settled: @Sendable () -> Void
+    /// The member left its settled state: a JoinGroup/SyncGroup round has begun (another member
+    /// joined or left, a heartbeat answered "rebalance in progress", the subscription changed).
+    /// Called on librdkafka's own thread the moment it happens, before any callback of that round:
+    /// record the fact and return. Until `settled`, a commit carries a generation that is ending.
+    public var rejoining: @Sendable () -> Void
 
     public init(assigned: @escaping @Sendable ([PartitionID]) -> Void = { _ in },
                 revoking: @escaping @Sendable ([PartitionID]) -> [PartitionID: Int64] = { _ in [:] },
                 lost: @escaping @Sendable ([PartitionID]) -> Void = { _ in },
-                settled: @escaping @Sendable () -> Void = {}) {
+                settled: @escaping @Sendable () -> Void = {},
+                rejoining: @escaping @Sendable () -> Void = {}) {
         self.assigned = assigned
         self.revoking = revoking
         self.lost = lost
         self.settled = settled
+        self.rejoining = rejoining
     }
 }

@@ -17,7 +17,7 @@ final class RDKafkaClient: @unchecked Sendable {
         let opaque = Unmanaged.passUnretained(context).toOpaque()
         conf.withPointer { conf in
             rd_kafka_conf_set_opaque(conf, opaque)
-            if context.log != nil { rd_kafka_conf_set_log_cb(conf, fanoutLogCallback) }
+            if context.wantsLogCallback { rd_kafka_conf_set_log_cb(conf, fanoutLogCallback) }
         }
         handle = try conf.makeClient(type)
         self.context = context

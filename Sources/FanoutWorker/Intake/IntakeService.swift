@@ -55,7 +55,8 @@ final class IntakeService: PartitionActions {
             assigned: { relay.get()?.assigned($0) },
             revoking: { relay.get()?.revoking($0) ?? [:] },
             lost: { relay.get()?.lost($0) },
-            settled: { relay.get()?.core.groupSettled() })
+            settled: { relay.get()?.core.groupSettled() },
+            rejoining: { relay.get()?.rejoining() })
         consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler,
                                      log: KafkaLogBridge.handler(core.log))
         tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition, assignment in
@@ -339,6 +340,13 @@ final class IntakeService: PartitionActions {
         core.log.info("partitions revoked", ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ",")),
                                               "committing": .string(offsets.sorted { $0.key < $1.key }.map { "\($0.key)@\($0.value)" }.joined(separator: ","))])
         return offsets
+    }
+
+    /// On librdkafka's thread, the moment the member leaves its settled state: the engine hears of it
+    /// before its next decision (`WorkerCore.groupRejoining`), and what waited here is withdrawn.
+    private func rejoining() {
+        core.groupRejoining()
+        commits.withdrawQueued()
     }
 
     private func lost(_ partitions: [PartitionID]) {

@@ -18,6 +18,8 @@ final class WorkerCore: Sendable {
         var retained: [PartitionID: RetainedMessages] = [:]
         /// Per lane the engine reported failing: since when (UNIX ns) and the last failure.
         var failingLanes: [Lane: (since: Nanoseconds, reason: String)] = [:]
+        /// `rejoins` as the engine last heard of it.
+        var rejoinsReported: UInt64 = 0
     }
 
     let state: Mutex<State>
@@ -36,6 +38,8 @@ final class WorkerCore: Sendable {
     private let partitionActionsBox = Mutex(WeakPartitionActions())
     /// Why the worker can no longer do its job (a Kafka thread died), and who to tell.
     private let failure = Mutex<(reason: String?, handlers: [@Sendable (String) -> Void])>((nil, []))
+    /// Times the member left its settled group state (`groupRejoining`), counted on librdkafka's thread.
+    private let rejoins = Atomic<UInt64>(0)
 
     init(settings: WorkerSettings, log: Log, metrics: FanoutMetrics, options: WorkerOptions, lanes: APNsLanes,
          producer: KafkaProducer) {
@@ -154,10 +158,19 @@ final class WorkerCore: Sendable {
     func tick() { decide { state, now, actions in state.engine.tick(now: now, into: &actions) } }
 
     /// Feeds the engine under the lock at the current time, then performs what it decided outside it.
+    /// A rejoin counted since the last decision is reported first: every commit the engine offers
+    /// comes from here (its timer, or a settled group), so none is offered for a generation that ended.
     func decide(_ body: (inout State, Nanoseconds, inout [EngineAction]) -> Void) {
         let now = clock.now()
         var actions: [EngineAction] = []
-        state.withLock { body(&$0, now, &actions) }
+        let rejoins = rejoins.load(ordering: .acquiring)
+        state.withLock { state in
+            if state.rejoinsReported != rejoins {
+                state.rejoinsReported = rejoins
+                state.engine.groupRebalancing()
+            }
+            body(&state, now, &actions)
+        }
         perform(actions)
     }
 
@@ -189,6 +202,10 @@ final class WorkerCore: Sendable {
             for partition in partitions { state.retained[partition] = nil }
         }
     }
+
+    /// The member left its settled group state (librdkafka's thread, `KafkaRebalanceHandler.rejoining`):
+    /// only counted here, no lock taken; the engine hears of it before its next decision.
+    func groupRejoining() { rejoins.add(1, ordering: .releasing) }
 
     /// The group's rebalance finished for this member (a SyncGroup succeeded): held commits go out.
     func groupSettled() { decide { state, now, actions in state.engine.groupSettled(now: now, into: &actions) } }

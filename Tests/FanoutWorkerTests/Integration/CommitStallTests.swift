@@ -111,14 +111,11 @@ extension WorkerIntegration {
             let partitionOf = Dictionary(events.map { ($0.token, "\(IntegrationHarness.updates)/\($0.partition)") }) { first, _ in first }
             let kept = tokens.filter { !movedToB.contains(partitionOf[$0]!) }
             #expect(!kept.isEmpty && kept.count < tokens.count, "the rebalance moved \(tokens.count - kept.count) of \(tokens.count) activities")
-            // librdkafka 2.0.2 (issue #4059): a commit sent after the heartbeat saw the rebalance but
-            // before any commit was refused is answered ILLEGAL_GENERATION after this member's
-            // JoinGroup, and librdkafka then drops every partition as lost (OffsetCommitter holds
-            // commits from the first refusal or revoke on, which closes every other window).
+            // librdkafka 2.0.2 (issue #4059): a commit of the ending generation answered after the
+            // member's JoinGroup drops every partition. The engine hears of the rejoin from the
+            // heartbeat's moment on (`GroupJoinWatch`) and offers no commit until the group settles.
             let lostByA = harness.logs.partitions(worker: "a", message: "partitions lost")
-            withKnownIssue("librdkafka 2.0.2 #4059: an old-generation commit answered after JoinGroup loses the assignment", isIntermittent: true) {
-                #expect(lostByA.isEmpty, "a lost \(lostByA.sorted()) during the rebalance")
-            }
+            #expect(lostByA.isEmpty, "a lost \(lostByA.sorted()) during the rebalance")
             let deliveries = harness.progressDeliveries()
             var largestGap = 0.0
             var deliveredWhileJoining = 0

@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import FanoutKafka
+
+@Suite struct GroupJoinWatchTests {
+    @Test func readsTheNewJoinStateOfALine() {
+        let line = #"Group "fanout" changed join state steady -> init (state up)"#
+        #expect(line.withCString { GroupJoinWatch.newState(in: $0) } == "init")
+        #expect("changed join state wait-sync -> wait-assign-call (state up)".withCString { GroupJoinWatch.newState(in: $0) } == "wait-assign-call")
+        #expect("no arrow here".withCString { GroupJoinWatch.newState(in: $0) } == nil)
+    }
+
+    @Test func reportsOnlyLeavingTheSteadyState() {
+        let count = Atomic(0)
+        let watch = GroupJoinWatch { count.add(1, ordering: .relaxed) }
+        for line in ["init -> wait-join", "wait-join -> wait-sync", "wait-sync -> steady",
+                     "steady -> init", "init -> wait-join", "wait-join -> steady", "steady -> init"] {
+            line.withCString { watch.observe($0) }
+        }
+        #expect(count.load(ordering: .relaxed) == 2)
+    }
+
+    /// Against librdkafka itself: when a second member joins, the first hears `rejoining` before any
+    /// callback of that rebalance, and none of the debug lines Fanout turned on reaches its log.
+    @Test func aJoiningMemberMakesTheFirstReportRejoiningBeforeItsCallbacks() async throws {
+        let cluster = try MockKafkaCluster()
+        let topic = uniqueName("join")
+        try cluster.createTopic(topic, partitions: 4)
+        let group = uniqueName("group")
+        let events = Mutex<[String]>([])
+        let debugLines = Atomic(0)
+        let handler = KafkaRebalanceHandler(
+            assigned: { _ in events.withLock { $0.append("assigned") } },
+            revoking: { _ in events.withLock { $0.append("revoking") }; return [:] },
+            lost: { _ in events.withLock { $0.append("lost") } },
+            settled: { events.withLock { $0.append("settled") } },
+            rejoining: { events.withLock { $0.append("rejoining") } })
+        let a = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: group, rebalance: handler,
+                                  log: { record in if record.level >= 7 { debugLines.add(1, ordering: .relaxed) } })
+        let b = try KafkaConsumer(configuration: groupConfiguration(cluster), groupID: group)
+        let stop = Flag()
+        async let runA: Void = onThread("member-a") {
+            try a.subscribe([topic])
+            while !stop.isSet { _ = try a.poll(timeout: .milliseconds(50)) }
+            try a.close()
+        }
+        try await waitUntil("a settles alone") { events.withLock { $0.contains("settled") } }
+        let before = events.withLock { $0.count }
+        async let runB: Void = onThread("member-b") {
+            try b.subscribe([topic])
+            while !stop.isSet { _ = try b.poll(timeout: .milliseconds(50)) }
+            try b.close()
+        }
+        try await waitUntil("a settles again after b joined") { events.withLock { $0.dropFirst(before).contains("settled") } }
+        stop.set()
+        try await runA
+        try await runB
+        let round = Array(events.withLock { $0 }.dropFirst(before))
+        #expect(round.first == "rejoining", "a's callbacks while b joined: \(round)")
+        #expect(!round.contains("lost"))
+        #expect(debugLines.load(ordering: .relaxed) == 0)
+    }
+}
