@@ -129,7 +129,7 @@ final class IntakeService: PartitionActions {
             let (deadline, aborted) = state.withLock { ($0.stopDeadline, $0.aborted) }
             if let deadline {
                 if aborted {
-                    closeConsumer()
+                    closeConsumer(by: .now + Self.leaveGroupTimeout)
                 } else {
                     drain(until: deadline)
                 }
@@ -171,13 +171,16 @@ final class IntakeService: PartitionActions {
 
     /// Graceful stop: no more intake, wait for in-flight sends and pending produces, final commit of
     /// every point Kafka has not acknowledged, leave the group (the revoke callback then finds
-    /// nothing more to commit).
+    /// nothing more to commit) — all by `deadline`, the end of `shutdown_timeout`. Waiting for sends
+    /// stops early enough to leave the group in what remains (`leaveReserve`): a member that does not
+    /// leave holds its partitions from the rest of the fleet for a whole session timeout.
     private func drain(until deadline: ContinuousClock.Instant) {
         let owned = state.withLock { $0.owned }
         do { try consumer.pause(owned) } catch {
             core.log.warning("could not pause partitions for shutdown", ["error": .string("\(error)")])
         }
-        while !core.isIdle && ContinuousClock.now < deadline {
+        let sendsBy = deadline - Self.leaveReserve(of: max(.zero, deadline - .now))
+        while !core.isIdle && ContinuousClock.now < sendsBy {
             // Keep serving the group (heartbeats, callbacks); records that still arrive are not
             // taken: they were never received, so nothing is committed past them.
             _ = try? consumer.poll(timeout: .milliseconds(20), maxMessages: 1)
@@ -187,7 +190,7 @@ final class IntakeService: PartitionActions {
         }
         let final = core.finalCommitPoints()
         if commits.commitNow(final) { committed(final) }
-        closeConsumer()
+        closeConsumer(by: deadline - Self.leaveMargin)
         _ = commits.answered(consumer.drainCommitAnswers())  // the last answers, `.closed` ones included
     }
 
@@ -195,9 +198,20 @@ final class IntakeService: PartitionActions {
     /// group reassigns its partitions after the session timeout, from the commit just made.
     static let leaveGroupTimeout: Duration = .seconds(15)
 
-    private func closeConsumer() {
+    /// What a graceful stop keeps of its budget for leaving the group: a quarter, at most 2 s (on the
+    /// mock cluster, and on Kafka when nothing is rebalancing, leaving takes well under a second).
+    static func leaveReserve(of budget: Duration) -> Duration { min(budget / 4, .seconds(2)) }
+
+    /// Leaving may run this much past the time it is given (`KafkaConsumer.close` waits at least
+    /// 100 ms for librdkafka), and the APNs clients close after it.
+    static let leaveMargin: Duration = .milliseconds(150)
+
+    /// Leaves the group by `deadline` (at least 100 ms to try). Past it the consumer is left behind
+    /// (`KafkaConsumer.close`): the worker exits on time, and the group reassigns its partitions after
+    /// the session timeout, from the final commit.
+    private func closeConsumer(by deadline: ContinuousClock.Instant) {
         do {
-            try consumer.close(timeout: Self.leaveGroupTimeout)
+            try consumer.close(timeout: min(Self.leaveGroupTimeout, max(.milliseconds(100), deadline - .now)))
         } catch {
             core.log.warning("leaving the consumer group reported an error", ["error": .string("\(error)")])
         }

@@ -128,7 +128,7 @@ public final class Worker: Sendable {
         guard beginStopping() else { return }
         let started = ContinuousClock.now
         await intake.stop(deadline: started + timeout)
-        await tearDown()
+        await tearDown(by: started + timeout)
         log.info("worker stopped", ["drained_in": .duration(ContinuousClock.now - started)])
     }
 
@@ -137,7 +137,7 @@ public final class Worker: Sendable {
     public func abort() async {
         guard beginStopping() else { return }
         await intake.abort()
-        await tearDown()
+        await tearDown(by: .now + .seconds(1))
         log.warning("worker aborted without a final commit")
     }
 
@@ -173,10 +173,11 @@ public final class Worker: Sendable {
         }
     }
 
-    private func tearDown() async {
+    /// Sends still in flight at `deadline` (past the drain, they stay uncommitted) are abandoned then.
+    private func tearDown(by deadline: ContinuousClock.Instant) async {
         core.records.stop()
         core.ticker.stop()
-        await core.lanes.shutdown(deadline: .now + .seconds(1))
+        await core.lanes.shutdown(deadline: min(deadline, .now + .seconds(1)))
         admin?.stop()
         phase.withLock { $0 = .stopped }
     }
