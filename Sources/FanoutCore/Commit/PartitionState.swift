@@ -55,6 +55,9 @@ struct PartitionState: Sendable {
     var pressured = false
     /// What the worker was last told: fetching paused (true) or running.
     var fetchPaused = false
+    /// Records below this offset were in the log when this member got the partition, so a previous
+    /// owner may have handled them — sent a start among them (`FanoutEngine.replayBoundary`); -1 unknown.
+    var replayedBelow: Int64 = -1
 
     /// Closing and nothing of it is outstanding: no send in flight, no record awaiting Kafka's acknowledgement.
     var isDrained: Bool { inFlight == 0 && resolutionsPending == 0 }

@@ -96,6 +96,16 @@ extension FanoutEngine {
     /// Forgets `ids`: their offsets, dedupe windows and targets (and, for activity-lane partitions,
     /// the token registrations of the same partition number). Outcomes of their sends still in flight
     /// are ignored afterwards.
+    /// Records of `partition` below `offset` were already in the log when this member was given it
+    /// (the worker reports the high watermark it saw first, before any record of the assignment):
+    /// a previous owner may have handled them. A start among them may be on its device even though
+    /// this worker never sent it, so its end is never cancelled against it (`receive`). Once per
+    /// assignment; ignored for a partition not assigned.
+    public mutating func replayBoundary(of partition: PartitionID, below offset: Int64) {
+        guard let slot = partitionSlotByID[partition], partitions[Int(slot)]!.replayedBelow < 0 else { return }
+        partitions[Int(slot)]!.replayedBelow = offset
+    }
+
     mutating func forget(_ ids: [PartitionID]) {
         var slots = Set<Int32>()
         var laneOfSlot: [Int32: Lane] = [:]

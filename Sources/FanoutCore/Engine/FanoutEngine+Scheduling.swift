@@ -173,7 +173,7 @@ extension FanoutEngine {
         deadLetter(update.offsets, partitionSlot: targets[index].partitionSlot, reason: .noToken,
                    detail: "no usable push token for activity '\(targets[index].key)' within \(configuration.tokenWait / 1_000_000) ms"
                        + (why.map { ": \($0)" } ?? "")
-                       + (possiblyStarted ? "; its start may have been delivered (APNs never answered it with 200) and no activity token arrived to end it, so the activity may stay on the Lock Screen" : ""),
+                       + (possiblyStarted ? "; its start may have been delivered (sent without a 200 in answer, or by the partition's previous owner) and no activity token arrived to end it, so the activity may stay on the Lock Screen" : ""),
                    target: targets[index].key, app: apps[Int(targets[index].appIndex)], into: &actions)
     }
 

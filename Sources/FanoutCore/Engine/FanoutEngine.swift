@@ -141,10 +141,12 @@ public struct FanoutEngine: Sendable {
         if targets[index].pending != nil {
             if event.kind == .end && event.lane == .activity, let start = targets[index].pending?.event, start.kind == .start,
                targets[index].pending!.startAttemptTimestamp == nil,
-               tokens.usableToken(for: event.target, notBefore: start.timestamp, hint: &targets[index].tokenEntry) != nil {
-                // This worker never sent the start, but a previous owner of the partition did (a replay
-                // after a handoff): the activity's own token, registered since, shows it started on
-                // the device. Its end must reach that token, not cancel the pair.
+               targets[index].pending!.offsets[0] < partitions[Int(partitionSlot)]!.replayedBelow
+                || tokens.usableToken(for: event.target, notBefore: start.timestamp, hint: &targets[index].tokenEntry) != nil {
+                // This worker never sent the start, but a previous owner of the partition may have: the
+                // start was in the log before this member got the partition (a replay after a handoff),
+                // or the activity's own token, registered since, shows it started on the device. Its
+                // end must reach that token (or be dead-lettered saying why), not cancel the pair.
                 targets[index].pending!.startWasAttempted()
             }
             // In place: the pending state is not copied.

@@ -19,6 +19,8 @@ final class IntakeService: PartitionActions {
         /// Per owned partition: highest offset read + 1, and the last committed offset (for the lag gauge).
         var readEnd: [PartitionID: Int64] = [:]
         var committedAt: [PartitionID: Int64] = [:]
+        /// Owned partitions whose replay boundary the engine was told (`FanoutEngine.replayBoundary`).
+        var boundaryReported: Set<PartitionID> = []
         /// Revokes the engine drained, with their final commit point, until the rebalance callback takes them.
         var drained: [PartitionID: CommitPoint?] = [:]
         var stopDeadline: ContinuousClock.Instant?
@@ -150,13 +152,22 @@ final class IntakeService: PartitionActions {
             if batch.messages.isEmpty {
                 core.regulate()  // sends completed meanwhile may let a paused partition resume
             } else {
-                let owned = state.withLock { state in
+                let (owned, firstRead) = state.withLock { state in
+                    var firstRead: [PartitionID: Int64] = [:]
                     for message in batch.messages where state.owned.contains(message.topicPartition) {
                         let end = message.offset + 1
                         if end > state.readEnd[message.topicPartition] ?? 0 { state.readEnd[message.topicPartition] = end }
                         if state.committedAt[message.topicPartition] == nil { state.committedAt[message.topicPartition] = message.offset }
+                        if !state.boundaryReported.contains(message.topicPartition) { firstRead[message.topicPartition] = end }
                     }
-                    return state.owned
+                    state.boundaryReported.formUnion(firstRead.keys)
+                    return (state.owned, firstRead)
+                }
+                // Before the partition's first records reach the engine: what was in the log when this
+                // member got it is the high watermark of its first fetch (at least the records read now).
+                for (partition, readEnd) in firstRead {
+                    let watermark = (try? consumer.lastKnownHighWatermark(of: partition)) ?? nil
+                    core.replayBoundary(of: partition, below: max(readEnd, watermark ?? readEnd))
                 }
                 core.ingest(batch.messages.filter { owned.contains($0.topicPartition) })  // regulates too
             }
@@ -251,6 +262,7 @@ final class IntakeService: PartitionActions {
             for partition in partitions {
                 state.readEnd[partition] = nil
                 state.committedAt[partition] = nil
+                state.boundaryReported.remove(partition)
             }
         }
         for partition in partitions { core.metrics.consumerLag.remove(partition.topic, String(partition.partition)) }

@@ -210,6 +210,11 @@ final class WorkerCore: Sendable {
     /// The group's rebalance finished for this member (a SyncGroup succeeded): held commits go out.
     func groupSettled() { decide { state, now, actions in state.engine.groupSettled(now: now, into: &actions) } }
 
+    /// Records of `partition` below `offset` were in the log when this member got it (`FanoutEngine.replayBoundary`).
+    func replayBoundary(of partition: PartitionID, below offset: Int64) {
+        state.withLock { $0.engine.replayBoundary(of: partition, below: offset) }
+    }
+
     func tokensCaughtUp(partition: Int32, assignment: AssignmentID) {
         decide { state, now, actions in state.engine.tokensCaughtUp(partition: partition, assignment: assignment, now: now, into: &actions) }
     }

@@ -115,6 +115,39 @@ import Testing
         #expect(actions.sends.isEmpty && actions.deadLetters.isEmpty)
     }
 
+    /// A start that was in the log when this member got the partition (below the replay boundary)
+    /// may have been sent by the previous owner: its end is kept, waits for the activity's token, and
+    /// without one is dead-lettered saying why, never cancelled with the start.
+    @Test func endOfAStartReplayedFromBeforeTheAssignmentIsKept() throws {
+        var configuration = EngineConfiguration()
+        configuration.pushToStartBudget = BudgetSettings(minInterval: sec, burst: 1, refillPerHour: 10)
+        var h = Harness(configuration: configuration, registerToken: false)
+        _ = h.assign(activityPartition)
+        h.engine.replayBoundary(of: activityPartition, below: 3)
+        h.feed(makeEvent("s0", target: "other", kind: .start, timestamp: 90, alert: true, token: tokenB))  // spends the bucket
+        #expect(h.feed(makeEvent("s", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.isEmpty)
+        #expect(h.feed(makeEvent("e", kind: .end, timestamp: 101)).drops.isEmpty, "offset 2 < 3: the start may be on the device")
+        h.advance(sec)  // the end starts waiting for the activity's token
+        #expect(h.actions.sends.allSatisfy { $0.target != "export-42" })
+        let letter = try #require(h.advance(40 * sec).deadLetters.first { $0.target == "export-42" })
+        #expect(letter.reason == .noToken && letter.sources.map(\.offset) == [1, 2])
+        #expect(letter.detail.contains("previous owner"), "\(letter.detail)")
+    }
+
+    /// The same pair produced after the assignment (at or above the boundary) no previous owner saw:
+    /// the start was never sent anywhere, so its end cancels both.
+    @Test func endOfAStartProducedAfterTheAssignmentCancelsBoth() {
+        var configuration = EngineConfiguration()
+        configuration.pushToStartBudget = BudgetSettings(minInterval: sec, burst: 1, refillPerHour: 10)
+        var h = Harness(configuration: configuration, registerToken: false)
+        _ = h.assign(activityPartition)
+        h.engine.replayBoundary(of: activityPartition, below: 1)
+        h.feed(makeEvent("s0", target: "other", kind: .start, timestamp: 90, alert: true, token: tokenB))
+        h.feed(makeEvent("s", kind: .start, timestamp: 100, alert: true, token: tokenB))
+        let actions = h.feed(makeEvent("e", kind: .end, timestamp: 101))
+        #expect(actions.drops == [.endedBeforeStart, .endedBeforeStart])
+    }
+
     /// A start this worker never sent, replayed after a handoff, meets its end: when the activity's own
     /// token (registered at or after the start) is known, a previous owner's start reached the device,
     /// and the end goes to that token instead of cancelling the pair.

@@ -117,9 +117,8 @@ extension Simulation {
             }
             if !accounted {
                 let how = ends.map { done[partition]?[Int64($0)].map { "\($0)" } ?? "nothing" }
-                var violation = fail("\(key) may be on its Lock Screen for hours: its start reached the device, its end did not and was not dead-lettered (\(how))")
-                if cancelledAfterHandoff.contains(key) { violation.knownIssue = SimulationTests.startAttemptLostInHandoff }
-                throw violation
+                let handoff = cancelledAfterHandoff.contains(key) ? "; the start reached it under a previous owner of the partition and the next owner cancelled it with its end" : ""
+                throw fail("\(key) may be on its Lock Screen for hours: its start reached the device, its end did not and was not dead-lettered (\(how))\(handoff)")
             }
         }
     }

@@ -13,6 +13,9 @@ extension Simulation {
         var assignment: [EngineAction] = []
         engine.assign(partition, lane: lane, now: now, into: &assignment)
         position[partition] = Int(stored[partition] ?? 0)
+        // The worker reports the high watermark it first sees: what was in the log when it got the partition.
+        let logEnd = workload.logs[partition].map { log in log.prefix { $0.arrival <= now }.count } ?? 0
+        engine.replayBoundary(of: partition, below: Int64(logEnd))
         // The owner re-reads activity-tokens for this partition from the beginning; its sends wait for that.
         guard lane == .activity else { return }
         guard case let .followTokens(number, id)? = assignment.first, assignment.count == 1 else {

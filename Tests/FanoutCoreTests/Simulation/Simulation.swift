@@ -6,8 +6,6 @@ import APNsModel
 struct Simulation {
     struct Violation: Error, CustomStringConvertible {
         var description: String
-        /// A failure the engine cannot avoid yet, named (see `SimulationTests`).
-        var knownIssue: String?
     }
 
     enum Done { case delivered, resolved, dropped(DropReason) }
