@@ -70,7 +70,9 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         #expect(config.apps.count == 1)
         #expect(config.apps[0].environment == .production)
         #expect(config.apps[0].frequentUpdates == false)
-        #expect(config.kafka.properties.isEmpty)
+        #expect(config.kafka.properties == ["fetch.wait.max.ms": "10"])
+        #expect(config.backpressure.maxInFlight == 20_000)
+        #expect(config.apns.activity.maxQueued >= config.backpressure.maxInFlight - config.apns.activity.maxInFlight)
     }
 
     @Test func defaultsInCodeEqualLoadedDefaults() throws {
@@ -493,7 +495,8 @@ extension ConfigurationTests {
         let line = try #require(lines.first { $0.hasPrefix("engine.progress_fields.* ") })
         #expect(line.contains("[" + MeaningProfile.standardProgressFields.joined(separator: ", ") + "]"))
         #expect(line.hasSuffix("# default"))
-        #expect(lines.contains { $0.hasPrefix("kafka.properties ") && $0.contains("{}") })
+        let fetchWait = try #require(lines.first { $0.hasPrefix("kafka.properties.fetch.wait.max.ms ") })
+        #expect(fetchWait.contains("10") && fetchWait.hasSuffix("# default"))
     }
 }
 

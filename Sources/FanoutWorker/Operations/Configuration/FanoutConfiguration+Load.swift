@@ -134,8 +134,9 @@ extension FanoutConfiguration {
             properties[name] = value
             r.context.knobs.append(ConfigKnob(key: key, value: isSecretProperty(name) ? "<redacted>" : value, source: node.source))
         }
-        if properties.isEmpty {
-            r.recordUnset("properties", as: "{}")
+        for (name, value) in FanoutConfiguration.defaultKafkaProperties.sorted(by: { $0.key < $1.key }) where properties[name] == nil {
+            properties[name] = value
+            r.context.knobs.append(ConfigKnob(key: "\(r.key("properties")).\(name)", value: value, source: .defaultValue))
         }
         r.finish()
         return Kafka(bootstrapServers: bootstrap, groupID: group, topics: topics, commitInterval: commit, properties: properties)
@@ -226,8 +227,8 @@ extension FanoutConfiguration {
                                  why: " (Apple: refresh no more than once every 20 minutes and at least once every 60)")
         let failingAfter = r.duration("lane_failing_after", default: .seconds(30), range: .seconds(1)...(.seconds(3600)))
         let transport = r.choice("transport", default: APNsClientConfiguration.Transport.nghttp2)
-        let activity = readLane(r.child("activity"), connections: 2, maxInFlight: 1000, maxQueued: 10_000)
-        let broadcast = readLane(r.child("broadcast"), connections: 1, maxInFlight: 200, maxQueued: 2000)
+        let activity = readLane(r.child("activity"), connections: 2, maxInFlight: 1000, maxQueued: 20_000)
+        let broadcast = readLane(r.child("broadcast"), connections: 1, maxInFlight: 200, maxQueued: 20_000)
         r.finish()
         return APNs(baseURL: base, managementBaseURL: management, caFile: ca, port: port, requestTimeout: timeout,
                     laneFailingAfter: failingAfter, jwtRefreshInterval: refresh, transport: transport, activity: activity, broadcast: broadcast)
@@ -306,7 +307,7 @@ extension FanoutConfiguration {
 
     private static func readBackpressure(_ r: ConfigReader) -> Backpressure {
         let b = Backpressure(maxPendingPerPartition: r.int("max_pending_per_partition", default: 10_000, range: 1...10_000_000),
-                             maxInFlight: r.int("max_in_flight", default: 2000, range: 1...1_000_000),
+                             maxInFlight: r.int("max_in_flight", default: 20_000, range: 1...1_000_000),
                              maxPendingTargets: r.int("max_pending_targets", default: 200_000, range: 1...100_000_000),
                              resumeRatio: r.double("resume_ratio", default: 0.5, range: 0.05...0.95))
         r.finish()
