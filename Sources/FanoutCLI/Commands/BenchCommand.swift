@@ -18,14 +18,16 @@ struct BenchCommand: Command {
          delivered outcomes and timers those events cause) for a realistic mix: skewed traffic over many
          activities and some broadcast channels, bursts, progress-only and status changes, alerts, duplicates;
       2. events/s through EventDecoder (JSON bytes to a validated ActivityEvent), measured separately;
-      3. bytes of memory per idle tracked target (RSS growth while tracking N targets).
+      3. sends/s building and encoding the APNs payload of an event;
+      4. bytes of memory per idle tracked target (RSS growth while tracking N targets).
+    Run under scripts/bench-allocations to count heap allocations per event and per send as well.
     Build with 'swift run -c release fanout bench engine': debug builds are many times slower.
 
     Options:
       --events <n>         events pushed through the engine (default: 2000000)
       --targets <n>        active targets in the mix (default: 50000)
       --idle-targets <n>   targets for the memory measurement (default: 1000000)
-      --decode <n>         events decoded (default: 300000)
+      --decode <n>         events decoded, and payloads built (default: 300000)
       --seed <n>           random seed (default: 1)
     """
 
@@ -49,6 +51,7 @@ struct BenchCommand: Command {
                 #endif
                 EngineBenchmark.throughput(events: events, targets: targets, seed: seed)
                 EngineBenchmark.decode(count: decodeCount, seed: seed)
+                EngineBenchmark.payloads(count: decodeCount)
                 EngineBenchmark.idleMemory(targets: idleTargets)
                 continuation.resume()
             }
@@ -167,6 +170,7 @@ enum EngineBenchmark {
         var sends = 0, priority10 = 0, dropped = 0, deadLetters = 0, commits = 0
         let clock = ContinuousClock()
         let started = clock.now
+        let allocationsStarted = AllocationCounter.current()
         let cpuStarted = ThreadCPUClock.seconds()
         for index in 0..<count {
             now += step
@@ -203,11 +207,13 @@ enum EngineBenchmark {
             actions.removeAll(keepingCapacity: true)
         }
         let cpu = ThreadCPUClock.seconds() - cpuStarted
+        let allocations = AllocationCounter.report(since: allocationsStarted, per: count, unit: "event")
         let elapsed = clock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         Output.out(String(format: "engine: %d events over %d activities + %d channels: %.0f events/s per CPU-second (%.3f s CPU, %.3f s wall)",
                           count, targets, broadcastTargets, Double(count) / cpu, cpu, seconds))
         Output.out("        (\(sends) sends, \(priority10) at priority 10, coalescing ratio \(String(format: "%.2f", Double(count) / Double(max(sends, 1)))), \(dropped) resolved at once, \(deadLetters) dead letters, \(commits) commit points)")
+        Output.out("        \(allocations) (receive, decide, the outcomes and timers it causes)")
     }
 
     static func decode(count: Int, seed: UInt64) {
@@ -222,6 +228,7 @@ enum EngineBenchmark {
         }
         var valid = 0
         var firstFailure: String?
+        let allocationsStarted = AllocationCounter.current()
         let cpuStarted = ThreadCPUClock.seconds()
         for index in 0..<count {
             let payload = payloads[index & 4095]
@@ -231,9 +238,11 @@ enum EngineBenchmark {
             }
         }
         let cpu = ThreadCPUClock.seconds() - cpuStarted
+        let allocations = AllocationCounter.report(since: allocationsStarted, per: count, unit: "event")
         let bytes = payloads.reduce(0) { $0 + $1.count } / payloads.count
         Output.out(String(format: "decode: %d events (~%d bytes each): %.0f events/s per CPU-second (%.3f s CPU; %d valid)",
                           count, bytes, Double(count) / cpu, cpu, valid))
+        Output.out("        \(allocations)")
         if let firstFailure { Output.out("        first rejection: \(firstFailure)") }
     }
 
