@@ -32,7 +32,7 @@ public struct FanoutEngine: Sendable {
     static let partitionCacheMask: UInt32 = 63
     var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64])] = [:]
     public internal(set) var tokens = TokenRegistry()
-    var pushToStartBuckets: [String: TokenBucket] = [:]
+    var pushToStartBuckets: [PushToken: TokenBucket] = [:]
     var heap = DeadlineHeap()
     var apps: [String] = []
     var appIndexByName: [String: UInt16] = [:]
@@ -198,11 +198,19 @@ public struct FanoutEngine: Sendable {
     /// A registration from activity-tokens (or a rotation). Takes effect for the next send; wakes a
     /// target waiting for a token.
     /// `app`: the bundle id the registration names (nil: valid for whatever app the events name).
-    public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
+    public mutating func tokenRegistered(key: String, token: PushToken, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, app: String? = nil, now: Nanoseconds, into actions: inout [EngineAction]) {
         let appIndex = app.map { internApp($0) } ?? TokenRegistry.Record.anyApp
         guard tokens.register(key: key, token: token, environment: environment, at: at, partition: partition, appIndex: appIndex) else { return }
         if let slot = slot(of: TargetHash(lane: .activity, id: key), id: key) { evaluate(slot, now: now, into: &actions) }
+    }
+
+    /// `tokenRegistered` with the token as hex text (validated already: a registration that is not hex
+    /// is a caller's bug).
+    public mutating func tokenRegistered(key: String, token hex: String, environment: APNsEnvironment?, at: Int64,
+                                         partition: Int32, app: String? = nil, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let token = PushToken(hex: hex) else { preconditionFailure("a registered token must be even-length hex; got \(hex.utf8.count) characters that are not") }
+        tokenRegistered(key: key, token: token, environment: environment, at: at, partition: partition, app: app, now: now, into: &actions)
     }
 
     /// A tombstone on activity-tokens.
@@ -273,6 +281,13 @@ extension FanoutEngine {
     }
 
     public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
+                                         partition: Int32, now: Nanoseconds) -> [EngineAction] {
+        var actions: [EngineAction] = []
+        tokenRegistered(key: key, token: token, environment: environment, at: at, partition: partition, now: now, into: &actions)
+        return actions
+    }
+
+    public mutating func tokenRegistered(key: String, token: PushToken, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, now: Nanoseconds) -> [EngineAction] {
         var actions: [EngineAction] = []
         tokenRegistered(key: key, token: token, environment: environment, at: at, partition: partition, now: now, into: &actions)

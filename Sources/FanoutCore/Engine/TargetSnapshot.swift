@@ -51,7 +51,7 @@ extension FanoutEngine {
             backoffUntil: target.backoffUntil > now ? target.backoffUntil : nil,
             retryAttempts: Int(target.attempts),
             waitingForTokenSince: target.tokenWaitSince >= 0 ? target.tokenWaitSince : nil,
-            tokenPrefix: token.map { String($0.token.prefix(8)) + "…" },
+            tokenPrefix: token.map { $0.token.hexPrefix(4) + "…" },
             appPausedReason: paused[target.appIndex]?.reason,
             nextTimer: target.timerAt == .max ? nil : target.timerAt)
     }

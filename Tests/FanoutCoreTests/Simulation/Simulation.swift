@@ -214,7 +214,7 @@ struct Simulation {
             latestToken[event.key] = (event.token, event.registeredAt)
             let partition = SimulatedWorkload.partition(for: event.key, lane: .activity)
             if assigned.contains(partition) {
-                engine.tokenRegistered(key: event.key, token: event.token, environment: .sandbox, at: event.registeredAt,
+                engine.tokenRegistered(key: event.key, token: PushToken(simulated: event.token), environment: .sandbox, at: event.registeredAt,
                                        partition: partition.partition, now: now, into: &actions)
             }
         }
