@@ -26,10 +26,13 @@ enum TrackedBenchmark {
                 }
                 var rates: [Double] = []
                 for count in counts {
-                    let result = throughput(tracked: count, active: active, events: events, seed: seed)
+                    var engine = FanoutEngine(configuration: EngineBenchmark.configuration())
+                    let result = throughput(tracked: count, active: active, events: events, seed: seed, engine: &engine)
                     rates.append(result.eventsPerCPUSecond)
                     Output.out(String(format: "tracked %8d: %.0f events/s per CPU-second over %d active activities + %d channels (%.3f s CPU; %d sends)",
                                       count, result.eventsPerCPUSecond, active, result.channels, result.cpuSeconds, result.sends))
+                    Output.out(String(format: "                  revoking a partition of %d activities: %.3f ms CPU", revokedActivities,
+                                      revokeCost(engine: &engine) * 1e3))
                 }
                 if let first = rates.first, rates.count > 1, let last = rates.last {
                     Output.out(String(format: "throughput at %d tracked = %.2f × the figure at %d", counts.last!, last / first, counts.first!))
@@ -83,10 +86,42 @@ enum TrackedBenchmark {
     }
 
     /// The mix over `active` activities while `tracked - active` idle ones are tracked as well.
-    static func throughput(tracked: Int, active: Int, events: Int, seed: UInt64) -> EngineBenchmark.MixResult {
-        var engine = FanoutEngine(configuration: EngineBenchmark.configuration())
+    static func throughput(tracked: Int, active: Int, events: Int, seed: UInt64, engine: inout FanoutEngine) -> EngineBenchmark.MixResult {
         var now: Nanoseconds = 1_772_788_200 * EngineBenchmark.second
         let offset = track(idle: 0..<max(0, tracked - active), engine: &engine, now: &now)
-        return EngineBenchmark.runMix(engine: &engine, now: &now, events: events, targets: active, seed: seed, firstOffset: offset)
+        let result = EngineBenchmark.runMix(engine: &engine, now: &now, events: events, targets: active, seed: seed, firstOffset: offset)
+        lastNow = now
+        return result
+    }
+
+    nonisolated(unsafe) static var lastNow: Nanoseconds = 0
+    static let revokedActivities = 100
+
+    /// CPU time of revoking (and draining) one more partition that holds `revokedActivities` idle
+    /// activities with tokens, beside everything `engine` tracks: what a revoke costs should not grow
+    /// with the other partitions' targets.
+    static func revokeCost(engine: inout FanoutEngine) -> Double {
+        let partition = PartitionID(topic: "activity-updates", partition: 99)
+        let state = RawJSON(bytes: Array(#"{"done":1}"#.utf8))
+        var now = lastNow
+        var actions: [EngineAction] = []
+        for index in 0..<revokedActivities {
+            now += 1_000
+            let key = "revoked-\(index)"
+            engine.tokenRegistered(key: key, token: EngineBenchmark.hexToken(index + 1 << 48), environment: .production, at: 1,
+                                   partition: partition.partition, now: now, into: &actions)
+            let event = ActivityEvent(id: "r\(index)", app: EngineBenchmark.app, lane: .activity, target: key, kind: .update,
+                                      timestamp: 1_772_788_000, contentState: state, contentFields: [])
+            engine.receive(event, from: EventSource(partition: partition, offset: Int64(index)), now: now, into: &actions)
+            for action in actions {
+                if case let .send(request) = action { _ = engine.complete(request.sendID, outcome: .delivered, now: now) }
+            }
+            actions.removeAll(keepingCapacity: true)
+        }
+        let started = ThreadCPUClock.seconds()
+        engine.revoke([partition], now: now, into: &actions)
+        let cost = ThreadCPUClock.seconds() - started
+        precondition(actions.contains { if case .revokeDrained = $0 { true } else { false } }, "the revoke drains at once")
+        return cost
     }
 }
