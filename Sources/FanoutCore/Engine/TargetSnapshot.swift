@@ -36,7 +36,7 @@ extension FanoutEngine {
     public func snapshot(lane: Lane, target key: String, now: Nanoseconds) -> TargetSnapshot? {
         guard let slot = slot(of: TargetHash(lane: lane, id: key), id: key) else { return nil }
         let target = targets[Int(slot)]
-        let update = target.pending
+        let update = target.hasPending ? pendings[target.pendingIndex] : nil
         let token = lane == .activity ? tokens.usableToken(for: key, notBefore: target.tokenNotBefore) : nil
         return TargetSnapshot(
             lane: lane, key: key, app: apps[Int(target.appIndex)], ended: target.ended, endAccepted: target.endAccepted,
