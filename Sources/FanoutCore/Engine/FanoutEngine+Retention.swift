@@ -34,8 +34,12 @@ extension FanoutEngine {
     /// busy counts, marks when its work ended, and schedules an ended target's release.
     mutating func settle(_ slot: Int32, now: Nanoseconds) {
         let index = Int(slot)
-        guard targets[index].live else { return }
-        let busy = targets[index].pendingIndex >= 0 || targets[index].inFlightSendID != 0
+        // Read through the buffer (no uniqueness check of `targets`): most calls change nothing.
+        let (unchanged, busy) = targets.withUnsafeBufferPointer { buffer in
+            let busy = buffer[index].pendingIndex >= 0 || buffer[index].inFlightSendID != 0
+            return (!buffer[index].live || (busy == buffer[index].busy && (!buffer[index].ended || buffer[index].retentionScheduled)), busy)
+        }
+        guard !unchanged else { return }
         if busy != targets[index].busy {
             targets[index].busy = busy
             laneBusy[targets[index].lane.slot] += busy ? 1 : -1

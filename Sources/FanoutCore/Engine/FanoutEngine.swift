@@ -128,7 +128,8 @@ public struct FanoutEngine: Sendable {
         }
         let slot = existing ?? newTarget(targetHash, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
         let index = Int(slot)
-        defer { settle(slot, now: now) }
+        // Every path below either leaves what the target holds as it was (a drop, a refusal) or ends in
+        // `evaluate`, which settles it; the cancelled start settles itself.
         if targets[index].partitionSlot != partitionSlot {
             // Same key, other partition (repartitioned topic, or a key on two topics of one lane). Offsets
             // must complete on the partition they came from: re-home an idle target, refuse while busy.
@@ -178,7 +179,7 @@ public struct FanoutEngine: Sendable {
                 for offset in offsets {
                     drop(offset, partitionSlot: partitionSlot, reason: .endedBeforeStart, into: &actions)
                 }
-                return
+                return settle(slot, now: now)
             case let .endsPossiblyStartedActivity(startTimestamp):
                 targets[index].tokenNotBefore = max(targets[index].tokenNotBefore, startTimestamp)
             }
