@@ -72,7 +72,7 @@ public struct EngineConfiguration: Sendable {
     /// Targets tracked at most: making room for a new one past this evicts the least recently active
     /// idle targets (never one that holds work), each losing its budget memory. Sized so a worker
     /// with this many activities, each with a registered token, stays well under 512 MiB (≈350 bytes
-    /// an activity; README "memory per tracked activity").
+    /// an activity: README, "cost against what is tracked").
     public var maxTrackedTargets = 1_000_000
     /// Idle targets (nothing pending or in flight) are forgotten after this long without activity.
     public var forgetIdleAfter: Nanoseconds = .hours(12)
