@@ -12,6 +12,7 @@ struct BenchCommand: Command {
     static let summary = "Microbenchmarks of the core engine (run with -c release)"
     static let help = """
     Usage: fanout bench engine [options]
+           fanout bench tracked [--tracked <n,n,…>] [--active <n>] [--events <n>] [--seed <n>]
 
     Measures, on one core, in virtual time (no network, no Kafka):
       1. events/s through the engine (receive: dedupe, coalesce, meaning, budget, send decision; plus the
@@ -22,6 +23,13 @@ struct BenchCommand: Command {
       4. bytes of memory per idle tracked target (RSS growth while tracking N targets).
     Run under scripts/bench-allocations to count heap allocations per event and per send as well.
     Build with 'swift run -c release fanout bench engine': debug builds are many times slower.
+
+    'bench tracked' measures what tracking costs, at each count of --tracked (default: 10000,1000000):
+      1. bytes per tracked activity with its token registered (RSS growth over that many activities, each
+         with a 32-byte token and one delivered update, so each ends idle);
+      2. events/s through the same mix as above over --active activities (default: 10000) while the engine
+         also tracks the rest of that count as idle activities with tokens (--events, default 2000000);
+      3. CPU time of revoking a partition of 100 activities beside all of those.
 
     Options:
       --events <n>         events pushed through the engine (default: 2000000)
@@ -34,7 +42,8 @@ struct BenchCommand: Command {
     static func run(_ arguments: [String]) async throws -> Int32 {
         var args = Arguments(arguments)
         guard let what = args.positional() else { throw UsageError("say what to benchmark: 'engine'") }
-        guard what == "engine" else { throw UsageError("unknown benchmark '\(what)'; available: engine") }
+        if what == "tracked" { return try await TrackedBenchmark.run(&args) }
+        guard what == "engine" else { throw UsageError("unknown benchmark '\(what)'; available: engine, tracked") }
         let events = try args.int("events") ?? 2_000_000
         let targets = try args.int("targets") ?? 50_000
         let idleTargets = try args.int("idle-targets") ?? 1_000_000
@@ -99,9 +108,32 @@ enum EngineBenchmark {
     }
 
     static func throughput(events count: Int, targets: Int, seed: UInt64) {
-        var random = SeededRandom(seed: seed)
         var engine = FanoutEngine(configuration: configuration())
         var now: Nanoseconds = 1_772_788_200 * second
+        let result = runMix(engine: &engine, now: &now, events: count, targets: targets, seed: seed)
+        Output.out(String(format: "engine: %d events over %d activities + %d channels: %.0f events/s per CPU-second (%.3f s CPU, %.3f s wall)",
+                          count, targets, result.channels, result.eventsPerCPUSecond, result.cpuSeconds, result.wallSeconds))
+        Output.out("        (\(result.sends) sends, \(result.priority10) at priority 10, coalescing ratio \(String(format: "%.2f", Double(count) / Double(max(result.sends, 1)))), \(result.dropped) resolved at once, \(result.deadLetters) dead letters, \(result.commits) commit points)")
+        Output.out("        \(result.allocations) (receive, decide, the outcomes and timers it causes)")
+    }
+
+    /// What one run of the mix measured.
+    struct MixResult {
+        var channels: Int
+        var eventsPerCPUSecond: Double
+        var cpuSeconds: Double
+        var wallSeconds: Double
+        var sends = 0, priority10 = 0, dropped = 0, deadLetters = 0, commits = 0
+        /// Heap allocations per event, or how to count them (`AllocationCounter.report`).
+        var allocations = ""
+    }
+
+    /// Registers a token for each of `targets` activities (keys `act-<n>`), then pushes `count` events of
+    /// the mix through `engine` (which may already track other targets) and times the loop.
+    /// `firstOffset`: where the mix starts reading every partition (past what was fed before it).
+    static func runMix(engine: inout FanoutEngine, now: inout Nanoseconds, events count: Int, targets: Int, seed: UInt64,
+                       firstOffset: Int64 = 0) -> MixResult {
+        var random = SeededRandom(seed: seed)
         var actions: [EngineAction] = []
         actions.reserveCapacity(64)
         let broadcastTargets = max(1, targets / 250)
@@ -124,7 +156,7 @@ enum EngineBenchmark {
         var mixSources: [EventSource] = []
         mixEvents.reserveCapacity(count)
         mixSources.reserveCapacity(count)
-        var offsets = [Int64](repeating: 0, count: partitions.count + 1)
+        var offsets = [Int64](repeating: firstOffset, count: partitions.count + 1)
         var previous: ActivityEvent?
         var previousPartition = 0
         for index in 0..<count {
@@ -210,10 +242,9 @@ enum EngineBenchmark {
         let allocations = AllocationCounter.report(since: allocationsStarted, per: count, unit: "event")
         let elapsed = clock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        Output.out(String(format: "engine: %d events over %d activities + %d channels: %.0f events/s per CPU-second (%.3f s CPU, %.3f s wall)",
-                          count, targets, broadcastTargets, Double(count) / cpu, cpu, seconds))
-        Output.out("        (\(sends) sends, \(priority10) at priority 10, coalescing ratio \(String(format: "%.2f", Double(count) / Double(max(sends, 1)))), \(dropped) resolved at once, \(deadLetters) dead letters, \(commits) commit points)")
-        Output.out("        \(allocations) (receive, decide, the outcomes and timers it causes)")
+        return MixResult(channels: broadcastTargets, eventsPerCPUSecond: Double(count) / cpu, cpuSeconds: cpu, wallSeconds: seconds,
+                         sends: sends, priority10: priority10, dropped: dropped, deadLetters: deadLetters, commits: commits,
+                         allocations: allocations)
     }
 
     static func decode(count: Int, seed: UInt64) {

@@ -13,7 +13,7 @@ public struct MeaningProfile: Sendable, Hashable {
     /// `nameHash` of each progress field, in the same order: a field's name is compared by its hash first.
     private let progressFieldHashes: [UInt64]
 
-    /// Progress values one event carries (a `SIMD4`, so the summary stays inline and allocation-free).
+    /// Progress values one event carries (four inline values, so the summary stays allocation-free).
     public static let progressSlots = 4
     /// Longest list of progress fields a profile takes.
     public static let maxProgressFields = 32
@@ -129,8 +129,35 @@ public struct MeaningProfile: Sendable, Hashable {
 struct ContentSummary: Sendable, Hashable {
     var digest: UInt64
     var ranks: SIMD4<UInt8>
-    var progress: SIMD4<Double>
+    var progress: ProgressValues
 
     static let noField = UInt8.max
-    static let empty = ContentSummary(digest: 0, ranks: SIMD4(repeating: noField), progress: SIMD4(repeating: .nan))
+    static let empty = ContentSummary(digest: 0, ranks: SIMD4(repeating: noField), progress: ProgressValues(repeating: .nan))
+}
+
+/// Four progress values, indexed like a `SIMD4<Double>` but aligned to 8 bytes, not 16: inside
+/// `TargetState` a 16-byte alignment rounded every target record up to a multiple of 16 bytes.
+struct ProgressValues: Sendable, Hashable {
+    private var v0, v1, v2, v3: Double
+
+    init(repeating value: Double) { (v0, v1, v2, v3) = (value, value, value, value) }
+
+    subscript(slot: Int) -> Double {
+        get {
+            switch slot {
+            case 0: v0
+            case 1: v1
+            case 2: v2
+            default: v3
+            }
+        }
+        set {
+            switch slot {
+            case 0: v0 = newValue
+            case 1: v1 = newValue
+            case 2: v2 = newValue
+            default: v3 = newValue
+            }
+        }
+    }
 }

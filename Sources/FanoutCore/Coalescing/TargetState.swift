@@ -2,17 +2,22 @@ import APNsModel
 
 /// Everything the engine remembers about one target (activity key or channel) — DESIGN.md §3.
 ///
-/// One contiguous record per target, pending state included, laid out in the order the per-event
-/// path reads it (key check, coalescing, then the send decision), so an event for a target that is not
-/// in cache costs one burst of adjacent cache lines instead of a miss per side table. The in-flight
-/// send lives in `FanoutEngine.inFlight` (only while it exists); cold debug fields come last.
+/// One contiguous record per target, laid out in the order the per-event path reads it (key check,
+/// coalescing, then the send decision). 232 bytes (`MemoryLayout<TargetState>.stride`, checked by a
+/// test), plus the key's heap bytes when it is longer than 15 UTF-8 bytes and 16–32 bytes of
+/// `TargetTable` index. The pending state lives in `FanoutEngine.pendings` and the in-flight send in
+/// `FanoutEngine.inFlight`, each only while it exists; cold debug fields come last.
 struct TargetState: Sendable {
     // Lookup and coalescing (receive).
     var key: String
     /// Newest timestamp accepted (pending, in flight or sent); later events must be newer.
     var latestAccepted: Int64 = -1
-    var lastEventAt: Nanoseconds
+    /// The last event for the target, or the end of its last piece of work, whichever came later:
+    /// where idle and ended retention count from.
+    var lastActiveAt: Nanoseconds
     var partitionSlot: Int32
+    /// The newest unsent state and the offsets it covers, in `FanoutEngine.pendings`; -1: none.
+    var pendingIndex: Int32 = -1
     var profileIndex: UInt16
     var appIndex: UInt16
     var lane: Lane
@@ -30,10 +35,10 @@ struct TargetState: Sendable {
     /// Broadcast targets: what is known of the channel's storage policy.
     var channelPolicy = ChannelPolicyState.unknown
     var budgetClass: BudgetClass
+    /// Active since the eviction hand last passed (`FanoutEngine.evictIdleTarget`): spared once.
+    var recentlyActive = true
     var attempts: UInt16 = 0
     var inFlightSendID: UInt64 = 0
-    /// The newest unsent state and the offsets it covers, if any.
-    var pending: PendingUpdate?
     // The send decision (evaluate).
     /// Time of the last send attempt (min_interval is measured from it).
     var lastSendAt: Nanoseconds = Int64.min / 4
@@ -53,16 +58,23 @@ struct TargetState: Sendable {
     var generation: UInt32
     /// Where `tokens` held this target's key at the last send (`TokenRegistry.usableToken(for:notBefore:hint:)`), or -1.
     var tokenEntry: Int32 = -1
-    // Cold: slot reuse and the debug snapshot.
+    // Cold: slot reuse, bookkeeping and the debug snapshot.
     /// Bumped when the slot is reused, so parked references to a former occupant are skipped.
     var incarnation: UInt32
     var sends: UInt32 = 0
     var deliveries: UInt32 = 0
+    /// Neighbours in its partition's list of targets (`PartitionState.firstTarget`; -1: none), so a
+    /// revoke visits the partition's own targets only.
+    var previousInPartition: Int32 = -1
+    var nextInPartition: Int32 = -1
     /// Listed in its lane's `outageBackoffs` (backed off by a lane-wide failure, re-armed on recovery).
-    /// Here, not with the other flags: it fits the padding before `lastOutcome` (the record stays 8 bytes shorter).
     var outageListed = false
     /// Its partition is under backpressure: a held minor update goes without waiting for max_quiet.
     var relieved = false
+    /// Counted in `FanoutEngine.laneBusy`: it has a pending update or a send in flight.
+    var busy = false
+    /// Ended and scheduled in `FanoutEngine.endedRetention` to be forgotten.
+    var retentionScheduled = false
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
     var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0
@@ -78,8 +90,17 @@ struct TargetState: Sendable {
         self.partitionSlot = partitionSlot
         self.generation = generation
         self.incarnation = incarnation
-        self.lastEventAt = now
+        self.lastActiveAt = now
         self.bucket = TokenBucket(capacity: budget.burst, now: now)
+    }
+
+    var hasPending: Bool { pendingIndex >= 0 }
+
+    /// Nothing of it may be lost: a pending update (whose offsets are incomplete), a send in flight, a
+    /// place in a list of targets waiting to send (a paused app, a partition reading its tokens), or
+    /// a channel lookup in progress. Only a target that is none of these may be evicted or forgotten.
+    var holdsWork: Bool {
+        pendingIndex >= 0 || inFlightSendID != 0 || parked || heldForPartition || channelPolicy == .lookingUp
     }
 }
 

@@ -33,8 +33,12 @@ struct PartitionState: Sendable {
     var tracker = OffsetTracker()
     var dedupe: DedupeWindow
     var inFlight = 0
-    /// Dead letters and feedback records of this partition the worker has not had acknowledged yet.
-    var resolutionsPending = 0
+    /// Dead letters and feedback records of this partition the worker has not had acknowledged yet
+    /// (keys of `FanoutEngine.resolutions`), so forgetting the partition removes only its own.
+    var resolutions: Set<UInt64> = []
+    /// Head of the list of this partition's targets (`TargetState.nextInPartition`; -1: none) and its length.
+    var firstTarget: Int32 = -1
+    var targetCount = 0
     /// Fixed when the slot is created (counts per lane must add and subtract in the same lane).
     var lane: Lane
     /// Whether the lane is known from the assignment or the first event (else assumed activity).
@@ -60,5 +64,5 @@ struct PartitionState: Sendable {
     var replayedBelow: Int64 = -1
 
     /// Closing and nothing of it is outstanding: no send in flight, no record awaiting Kafka's acknowledgement.
-    var isDrained: Bool { inFlight == 0 && resolutionsPending == 0 }
+    var isDrained: Bool { inFlight == 0 && resolutions.isEmpty }
 }

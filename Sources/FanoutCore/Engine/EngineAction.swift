@@ -8,10 +8,10 @@ public struct ResolutionID: Sendable, Hashable {
 
 /// Where a push goes.
 public enum Destination: Sendable, Hashable {
-    /// `/3/device/<token>`: the activity's own update token.
-    case activityToken(String)
-    /// `/3/device/<token>`: the user's push-to-start token (start events only).
-    case pushToStartToken(String)
+    /// `/3/device/<token.hex>`: the activity's own update token.
+    case activityToken(PushToken)
+    /// `/3/device/<token.hex>`: the user's push-to-start token (start events only).
+    case pushToStartToken(PushToken)
     /// `/4/broadcasts/apps/<bundle>` with `apns-channel-id`.
     case channel(String)
 }
@@ -52,7 +52,7 @@ public struct SendRequest: Sendable, Hashable {
 public struct TokenFeedback: Sendable, Hashable {
     public var resolution: ResolutionID
     public var key: String
-    public var token: String
+    public var token: PushToken
     public var app: String
     public var status: Int
     public var reason: String

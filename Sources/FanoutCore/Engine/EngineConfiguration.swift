@@ -63,11 +63,21 @@ public struct EngineConfiguration: Sendable {
     /// (their offsets stay uncommitted; the next owner replays them).
     public var revokeDrainTimeout: Nanoseconds = .seconds(3)
 
-    /// Idle targets (nothing pending or in flight) are forgotten after this long without an event;
-    /// ended ones after `forgetEndedAfter`. A sweep runs every `sweepInterval`.
+    /// How long an ended target is remembered after its end was delivered or resolved, or after the
+    /// last event for it, whichever is later: while it is, later events for it are dropped as
+    /// after-end. Then it is forgotten and its activity's token retired, so a later event for the key
+    /// waits for a new token (`tokenWait`) and is dead-lettered `no-token`, never sent to the ended
+    /// activity (see `FanoutEngine+Retention.swift`). 0 forgets it as soon as its end is done.
+    public var endedRetention: Nanoseconds = .minutes(10)
+    /// Targets tracked at most: making room for a new one past this evicts the least recently active
+    /// idle targets (never one that holds work), each losing its budget memory. Sized so a worker
+    /// with this many activities, each with a registered token, stays well under 512 MiB (≈350 bytes
+    /// an activity: README, "cost against what is tracked").
+    public var maxTrackedTargets = 1_000_000
+    /// Idle targets (nothing pending or in flight) are forgotten after this long without activity.
     public var forgetIdleAfter: Nanoseconds = .hours(12)
-    public var forgetEndedAfter: Nanoseconds = .hours(4)
-    public var sweepInterval: Nanoseconds = .seconds(60)
+    /// The idle sweep looks at every target slot once per this interval, a tenth of it at a time.
+    public var sweepInterval: Nanoseconds = .minutes(10)
 
     /// Seed of the jitter generator (the worker passes something random; simulations a fixed seed).
     public var randomSeed: UInt64 = 0x5eed
@@ -107,8 +117,9 @@ extension EngineConfiguration {
         try require(resumeRatio > 0 && resumeRatio < 1, "resume_ratio", "must be between 0 and 1 (exclusive)")
         try require(commitInterval.map { $0 > 0 } ?? true, "commit_interval", "must be positive")
         try require(revokeDrainTimeout >= 0, "revoke_drain_timeout", "must not be negative")
-        try require(sweepInterval > 0 && forgetIdleAfter > 0 && forgetEndedAfter > 0, "forget_idle_after",
-                    "target retention and sweep interval must be positive")
+        try require(sweepInterval > 0 && forgetIdleAfter > 0, "forget_idle_after", "idle retention and sweep interval must be positive")
+        try require(endedRetention >= 0, "ended_retention", "must not be negative (0 forgets an ended activity as soon as its end is done)")
+        try require(maxTrackedTargets >= 1, "max_tracked_targets", "must be at least 1")
         for (app, type) in attributesTypeByApp.sorted(by: { $0.key < $1.key }) {
             try require(meaningProfiles[type] != nil, "attributes_type_by_app",
                         "app '\(app)' names attributes type '\(type)', which has no meaning profile; add one or fix the name")

@@ -93,9 +93,6 @@ extension FanoutEngine {
         }.min()
     }
 
-    /// Forgets `ids`: their offsets, dedupe windows and targets (and, for activity-lane partitions,
-    /// the token registrations of the same partition number). Outcomes of their sends still in flight
-    /// are ignored afterwards.
     /// Records of `partition` below `offset` were already in the log when this member was given it
     /// (the worker reports the high watermark it saw first, before any record of the assignment):
     /// a previous owner may have handled them. A start among them may be on its device even though
@@ -106,37 +103,47 @@ extension FanoutEngine {
         partitions[Int(slot)]!.replayedBelow = offset
     }
 
+    /// Forgets `ids`: their offsets, dedupe windows and targets (and, for activity-lane partitions,
+    /// the token registrations of the same partition number). Outcomes of their sends still in flight
+    /// are ignored afterwards. Visits each partition's own targets, sends and resolutions only: a
+    /// send in flight belongs to a target of its partition (a target is never re-homed while it has
+    /// one), so walking the partition's targets finds every one of its sends.
     mutating func forget(_ ids: [PartitionID]) {
-        var slots = Set<Int32>()
-        var laneOfSlot: [Int32: Lane] = [:]
+        var freedSlots: [Int32] = []
+        lastForgetVisited = 0
         for id in ids {
             guard let slot = partitionSlotByID.removeValue(forKey: id), let state = partitions[Int(slot)] else { continue }
             totalIncomplete -= state.tracker.incompleteCount
             laneIncomplete[state.lane.slot] -= state.tracker.incompleteCount
             if state.phase == .closing { closingCount -= 1 }
             if state.lane == .activity { tokens.removeAll(partition: id.partition) }
+            var target = state.firstTarget
+            var sendsFound = 0
+            while target >= 0 {
+                let next = targets[Int(target)].nextInPartition
+                let sendID = targets[Int(target)].inFlightSendID
+                if let send = inFlight.remove(sendID) {
+                    sendsFound += 1
+                    if send.isProbe {
+                        // Its answer will be ignored: without this the app would wait for that probe forever
+                        // (never probed again, every target parked, its partitions' commits stuck).
+                        for appIndex in Array(paused.keys) where paused[appIndex]!.probeSendID == sendID {
+                            paused[appIndex]!.probeSendID = 0
+                        }
+                    }
+                }
+                freeTarget(target, unlink: false)
+                lastForgetVisited += 1
+                target = next
+            }
+            assert(sendsFound == state.inFlight, "every send in flight of \(id) belongs to one of its targets")
+            totalInFlight -= state.inFlight
+            laneInFlight[state.lane.slot] -= state.inFlight
+            for resolution in state.resolutions { resolutions.removeValue(forKey: resolution) }
             partitions[Int(slot)] = nil
-            slots.insert(slot)
-            laneOfSlot[slot] = state.lane
+            freedSlots.append(slot)
             for index in partitionCacheSlots.indices where partitionCacheSlots[index] == slot { partitionCacheSlots[index] = -1 }
         }
-        guard !slots.isEmpty else { return }
-        for index in targets.indices where targets[index].live && slots.contains(targets[index].partitionSlot) {
-            freeTarget(Int32(index))
-        }
-        for sendID in inFlight.ids(where: { slots.contains($0.partitionSlot) }) {
-            guard let send = inFlight.remove(sendID) else { continue }
-            if send.isProbe {
-                // Its answer will be ignored: without this the app would wait for that probe forever
-                // (never probed again, every target parked, its partitions' commits stuck).
-                for appIndex in Array(paused.keys) where paused[appIndex]!.probeSendID == sendID {
-                    paused[appIndex]!.probeSendID = 0
-                }
-            }
-            totalInFlight -= 1
-            laneInFlight[laneOfSlot[send.partitionSlot]!.slot] -= 1
-        }
-        resolutions = resolutions.filter { !slots.contains($0.value.partitionSlot) }
-        freePartitionSlots.append(contentsOf: slots.sorted())
+        freePartitionSlots.append(contentsOf: freedSlots.sorted())
     }
 }

@@ -181,21 +181,23 @@ extension FanoutEngine {
     /// Puts an undelivered state back as pending; a newer pending state wins, keeping the offsets.
     /// A start put back may have reached the device: it is marked, so its end is sent, not cancelled.
     private mutating func requeue(_ update: PendingUpdate, slot: Int32) {
+        let index = Int(slot)
         var merged = update
         merged.startWasAttempted()
-        guard let newer = targets[Int(slot)].pending.take() else {
-            targets[Int(slot)].pending = merged
+        guard targets[index].hasPending else {
+            targets[index].pendingIndex = pendings.insert(merged)
             return
         }
+        let newer = takePending(index)
         switch merged.absorb(newer) {
         case .merged:
             break
         case .cancelled:
             preconditionFailure("a start that was sent is marked attempted, so its end never cancels it")
         case let .endsPossiblyStartedActivity(startTimestamp):
-            targets[Int(slot)].tokenNotBefore = max(targets[Int(slot)].tokenNotBefore, startTimestamp)
+            targets[index].tokenNotBefore = max(targets[index].tokenNotBefore, startTimestamp)
         }
-        targets[Int(slot)].pending = merged
+        targets[index].pendingIndex = pendings.insert(merged)
     }
 
     /// A send of the app got an answer that proves its credentials and topic work: resume it.

@@ -44,7 +44,7 @@ extension FanoutEngine {
             let index = Int(entry.slot)
             guard targets[index].live, targets[index].incarnation == entry.incarnation, targets[index].listedAsHeldMinor else { continue }
             targets[index].listedAsHeldMinor = false
-            guard targets[index].partitionSlot == slot, targets[index].pending != nil, targets[index].inFlightSendID == 0,
+            guard targets[index].partitionSlot == slot, targets[index].hasPending, targets[index].inFlightSendID == 0,
                   !targets[index].relieved else { continue }
             targets[index].relieved = true
             evaluate(entry.slot, now: now, into: &actions)
@@ -53,6 +53,12 @@ extension FanoutEngine {
 
     /// Number of tracked targets.
     public var targetCount: Int { slotByKey.count }
+
+    /// Number of tracked targets of one partition, or nil when it is not assigned.
+    public func targetCount(of partition: PartitionID) -> Int? {
+        guard let slot = partitionSlotByID[partition] else { return nil }
+        return partitions[Int(slot)]?.targetCount
+    }
 
     // MARK: Internals
 
@@ -97,8 +103,10 @@ extension FanoutEngine {
         }
     }
 
-    /// Starts tracking a target whose key is not tracked yet (`slot(of:id:)` returned nil).
+    /// Starts tracking a target whose key is not tracked yet (`slot(of:id:)` returned nil). At
+    /// `maxTrackedTargets`, an idle target is evicted first (`evictIdleTargets`).
     mutating func newTarget(_ hash: TargetHash, id: String, app: String, partitionSlot: Int32, now: Nanoseconds) -> Int32 {
+        if slotByKey.count >= configuration.maxTrackedTargets { evictIdleTargets() }
         let lane = hash.lane
         let appIndex = internApp(app)
         var profileIndex: UInt16 = 0
@@ -119,8 +127,36 @@ extension FanoutEngine {
         }
         // A handoff: nothing earlier than the assignment + min_interval (see `assign(_:now:)`).
         targets[Int(slot)].lastSendAt = max(targets[Int(slot)].lastSendAt, partitions[Int(partitionSlot)]!.assignedAt)
+        linkToPartition(slot, partitionSlot: partitionSlot)
         slotByKey.insert(hash, slot: slot)
         return slot
+    }
+
+    /// Puts the target first in the list of the partition in `partitionSlot`.
+    mutating func linkToPartition(_ slot: Int32, partitionSlot: Int32) {
+        let first = partitions[Int(partitionSlot)]!.firstTarget
+        targets[Int(slot)].partitionSlot = partitionSlot
+        targets[Int(slot)].previousInPartition = -1
+        targets[Int(slot)].nextInPartition = first
+        if first >= 0 { targets[Int(first)].previousInPartition = slot }
+        partitions[Int(partitionSlot)]!.firstTarget = slot
+        partitions[Int(partitionSlot)]!.targetCount += 1
+    }
+
+    /// Takes the target out of its partition's list (O(1): the list is doubly linked).
+    mutating func unlinkFromPartition(_ slot: Int32) {
+        let index = Int(slot)
+        let partitionSlot = Int(targets[index].partitionSlot)
+        let previous = targets[index].previousInPartition, next = targets[index].nextInPartition
+        if next >= 0 { targets[Int(next)].previousInPartition = previous }
+        if previous >= 0 {
+            targets[Int(previous)].nextInPartition = next
+        } else {
+            partitions[partitionSlot]!.firstTarget = next
+        }
+        partitions[partitionSlot]!.targetCount -= 1
+        targets[index].previousInPartition = -1
+        targets[index].nextInPartition = -1
     }
 
     mutating func internApp(_ app: String) -> UInt16 {
@@ -132,15 +168,30 @@ extension FanoutEngine {
         return index
     }
 
-    mutating func freeTarget(_ slot: Int32) {
+    /// Stops tracking the target: its slot, pending state and index entry are freed at once; parked
+    /// references to it (timers, lists of held, parked, relieved or backed-off targets) carry its
+    /// generation or incarnation and are skipped when they come up. `unlink` false: the caller drops
+    /// the whole partition list (`forget`).
+    mutating func freeTarget(_ slot: Int32, unlink: Bool = true) {
         let index = Int(slot)
         slotByKey.remove(TargetHash(lane: targets[index].lane, id: targets[index].key), slot: slot)
-        targets[index].pending = nil
+        if targets[index].pendingIndex >= 0 { _ = takePending(index) }
+        if targets[index].busy { laneBusy[targets[index].lane.slot] -= 1 }
+        if unlink { unlinkFromPartition(slot) }
+        targets[index].busy = false
+        targets[index].inFlightSendID = 0
         targets[index].live = false
         targets[index].generation &+= 1
         targets[index].key = ""
         targets[index].lastOutcome = nil
         freeSlots.append(slot)
+    }
+
+    /// Moves the target's pending update out (it must have one).
+    mutating func takePending(_ index: Int) -> PendingUpdate {
+        let pendingIndex = targets[index].pendingIndex
+        targets[index].pendingIndex = -1
+        return pendings.take(pendingIndex)
     }
 
     mutating func completeOffset(_ offset: Int64, partitionSlot: Int32) {
@@ -176,7 +227,7 @@ extension FanoutEngine {
         let id = nextResolutionID
         nextResolutionID += 1
         resolutions[id] = (partitionSlot, offsets)
-        partitions[Int(partitionSlot)]!.resolutionsPending += 1
+        partitions[Int(partitionSlot)]!.resolutions.insert(id)
         return ResolutionID(rawValue: id)
     }
 

@@ -13,16 +13,22 @@ extension FanoutEngine {
     }
 
     /// Sends the target's pending state if every rule allows it now; otherwise arms a timer for when
-    /// one might, or parks the target behind its paused app.
+    /// one might, or parks the target behind its paused app. Then `settle`s the target.
     mutating func evaluate(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
+        decide(slot, now: now, into: &actions)
+        settle(slot, now: now)
+    }
+
+    private mutating func decide(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
         let index = Int(slot)
-        // Read the pending state in place, through the buffer: going through `Array`'s subscript getter,
-        // the optimizer copied the whole target (pending state and reference counts included) to read a
-        // few fields of it. The pending state is moved out (not copied) only when sent.
-        let facts: PendingFacts? = targets.withUnsafeBufferPointer { buffer in
-            buffer[index].inFlightSendID == 0 ? buffer[index].pending?.facts : nil
+        // Read through the buffer: going through `Array`'s subscript getter, the optimizer copied the
+        // whole target (reference counts included) to read a few fields of it. The pending state is
+        // read in place and moved out (not copied) only when sent.
+        let pendingIndex: Int32 = targets.withUnsafeBufferPointer { buffer in
+            buffer[index].inFlightSendID == 0 ? buffer[index].pendingIndex : -1
         }
-        guard let facts else { return }
+        guard pendingIndex >= 0 else { return }
+        let facts = pendings.facts(pendingIndex)
         let partitionSlot = Int(targets[index].partitionSlot)
         let phase = partitions.withUnsafeBufferPointer { $0[partitionSlot]?.phase }
         guard phase == .live else {
@@ -91,7 +97,7 @@ extension FanoutEngine {
                 }
             }
         case (.activity, .start):
-            let token = targets[index].pending!.event.token!  // checked on receive
+            let token = pendings[pendingIndex].event.token!  // checked on receive
             destination = .pushToStartToken(token)
             let bucket = pushToStartBuckets[token] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
             earliest = max(earliest, bucket.nextCredit(after: now, settings: configuration.pushToStartBudget))
@@ -127,7 +133,7 @@ extension FanoutEngine {
         }
         // A major update that went at priority 5 because the target's priority-10 bucket was empty.
         let budgetDowngraded = major && priority == 5
-        let update = targets[index].pending.take()!
+        let update = takePending(index)
         targets[index].relieved = false
         let sendID = nextSendID
         nextSendID += 1
@@ -166,7 +172,8 @@ extension FanoutEngine {
         if targets[index].tokenWaitSince < 0 { targets[index].tokenWaitSince = now }
         let deadline = targets[index].tokenWaitSince + configuration.tokenWait
         guard now >= deadline else { return arm(slot, at: deadline, now: now) }
-        guard let update = targets[index].pending.take() else { return }
+        guard targets[index].hasPending else { return }
+        let update = takePending(index)
         targets[index].tokenWaitSince = -1
         if update.event.kind == .end { targets[index].ended = true }
         let possiblyStarted = update.event.kind == .end && update.startAttemptTimestamp != nil
@@ -202,20 +209,6 @@ extension FanoutEngine {
                 // Every target either becomes the probe, arms a timer, or parks again.
                 evaluate(entry.slot, now: now, into: &actions)
             }
-        }
-    }
-
-    /// Forgets targets with nothing pending or in flight that saw no event for a long time.
-    mutating func sweep(now: Nanoseconds) {
-        for index in targets.indices where targets[index].live {
-            let target = targets[index]
-            guard target.inFlightSendID == 0, target.pending == nil else { continue }
-            let limit = target.ended ? configuration.forgetEndedAfter : configuration.forgetIdleAfter
-            if now - target.lastEventAt >= limit { freeTarget(Int32(index)) }
-        }
-        for (token, bucket) in pushToStartBuckets
-        where bucket.available(at: now, settings: configuration.pushToStartBudget) >= configuration.pushToStartBudget.burst {
-            pushToStartBuckets[token] = nil
         }
     }
 }

@@ -12,14 +12,32 @@ import APNsModel
 /// outside the lock. Determinism: given the same calls, it returns the same actions (jitter comes
 /// from `EngineConfiguration.randomSeed`).
 ///
-/// Memory per target: `TargetState` (last sent timestamp and digest, budget, times, flags, and room for
-/// the pending state inline; the event it holds only while one is pending); the in-flight send only
-/// while it exists; dedupe ids per partition (bounded); token records per key. Idle targets are forgotten after `forgetIdleAfter`, ended ones after `forgetEndedAfter`.
+/// Memory per target: `TargetState` (232 bytes: last sent timestamp and digest, budget, times, flags,
+/// list links) and its index bucket; its pending state (`pendings`) and in-flight send (`inFlight`)
+/// only while they exist; dedupe ids per partition (bounded); token records per key (`TokenRegistry`).
+/// What is tracked is bounded (`FanoutEngine+Retention.swift`): an ended target is forgotten
+/// `endedRetention` after its end, an idle one after `forgetIdleAfter`, and past `maxTrackedTargets`
+/// the least recently active idle ones are evicted. No call visits every target: a revoke visits its
+/// partition's own (`PartitionState.firstTarget`), the sweep a bounded slice per tick.
 public struct FanoutEngine: Sendable {
     public let configuration: EngineConfiguration
 
     var targets: [TargetState] = []
     var freeSlots: [Int32] = []
+    /// Pending updates of the targets that have one (`TargetState.pendingIndex`).
+    var pendings = PendingStore()
+    /// Per lane: targets with a pending update or a send in flight (`TargetState.busy`, kept by `settle`).
+    var laneBusy = [0, 0]
+    /// Ended targets to forget, by when (`TargetState.retentionScheduled`; entries carry the incarnation).
+    var endedRetention = DeadlineHeap()
+    /// The eviction clock hand and the idle sweep's position over `targets`.
+    var evictionHand = 0
+    var sweepHand = 0
+    var lastSweepAt: Nanoseconds = .min
+    /// Targets forgotten so far, by why (`forgottenTargets`).
+    var forgotten = ForgottenTargets()
+    /// Targets the last `forget` visited (its partitions' own targets only).
+    var lastForgetVisited = 0
     var slotByKey = TargetTable()
     var inFlight = InFlightStore()
     var partitions: [PartitionState?] = []
@@ -32,7 +50,7 @@ public struct FanoutEngine: Sendable {
     static let partitionCacheMask: UInt32 = 63
     var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64])] = [:]
     public internal(set) var tokens = TokenRegistry()
-    var pushToStartBuckets: [String: TokenBucket] = [:]
+    var pushToStartBuckets: [PushToken: TokenBucket] = [:]
     var heap = DeadlineHeap()
     var apps: [String] = []
     var appIndexByName: [String: UInt16] = [:]
@@ -48,7 +66,6 @@ public struct FanoutEngine: Sendable {
     var random: SeededRandom
     var nextSendID: UInt64 = 1
     var nextResolutionID: UInt64 = 1
-    var nextSweepAt: Nanoseconds = Int64.min
     var totalIncomplete = 0
     var totalInFlight = 0
     /// Per lane (`Lane.slot`): incomplete offsets and sends in flight (backpressure measures).
@@ -111,17 +128,21 @@ public struct FanoutEngine: Sendable {
         }
         let slot = existing ?? newTarget(targetHash, id: event.target, app: app, partitionSlot: partitionSlot, now: now)
         let index = Int(slot)
+        // Every path below either leaves what the target holds as it was (a drop, a refusal) or ends in
+        // `evaluate`, which settles it; the cancelled start settles itself.
         if targets[index].partitionSlot != partitionSlot {
             // Same key, other partition (repartitioned topic, or a key on two topics of one lane). Offsets
             // must complete on the partition they came from: re-home an idle target, refuse while busy.
-            guard targets[index].pending == nil && targets[index].inFlightSendID == 0 else {
+            guard !targets[index].hasPending && targets[index].inFlightSendID == 0 else {
                 return deadLetter([source.offset], partitionSlot: partitionSlot, reason: .keyMismatch,
                                   detail: "'\(event.target)' arrived on \(source.partition) while its updates are in progress on \(partitions[Int(targets[index].partitionSlot)]?.id.description ?? "a revoked partition"); one key must always map to one partition",
                                   target: event.target, app: app, into: &actions)
             }
-            targets[index].partitionSlot = partitionSlot
+            unlinkFromPartition(slot)
+            linkToPartition(slot, partitionSlot: partitionSlot)
         }
-        targets[index].lastEventAt = now
+        targets[index].lastActiveAt = now
+        targets[index].recentlyActive = true
         if targets[index].endAccepted {
             return drop(source.offset, partitionSlot: partitionSlot, reason: .afterEnd, into: &actions)
         }
@@ -138,33 +159,34 @@ public struct FanoutEngine: Sendable {
         targets[index].latestAccepted = event.timestamp
         if event.kind == .end { targets[index].endAccepted = true }
         let summary = profiles[Int(targets[index].profileIndex)].summarize(event.contentFields)
-        if targets[index].pending != nil {
-            if event.kind == .end && event.lane == .activity, let start = targets[index].pending?.event, start.kind == .start,
-               targets[index].pending!.startAttemptTimestamp == nil,
-               targets[index].pending!.offsets[0] < partitions[Int(partitionSlot)]!.replayedBelow
-                || tokens.usableToken(for: event.target, notBefore: start.timestamp, hint: &targets[index].tokenEntry) != nil {
+        let pendingIndex = targets[index].pendingIndex
+        if pendingIndex >= 0 {
+            if event.kind == .end && event.lane == .activity, pendings[pendingIndex].event.kind == .start,
+               pendings[pendingIndex].startAttemptTimestamp == nil,
+               pendings[pendingIndex].offsets[0] < partitions[Int(partitionSlot)]!.replayedBelow
+                || tokens.usableToken(for: event.target, notBefore: pendings[pendingIndex].event.timestamp, hint: &targets[index].tokenEntry) != nil {
                 // This worker never sent the start, but a previous owner of the partition may have: the
                 // start was in the log before this member got the partition (a replay after a handoff),
                 // or the activity's own token, registered since, shows it started on the device. Its
                 // end must reach that token (or be dead-lettered saying why), not cancel the pair.
-                targets[index].pending!.startWasAttempted()
+                pendings[pendingIndex].startWasAttempted()
             }
             // In place: the pending state is not copied.
-            switch targets[index].pending!.absorb(event, summary: summary, offset: source.offset) {
+            switch pendings[pendingIndex].absorb(event, summary: summary, offset: source.offset) {
             case .merged:
                 break
             case .cancelled:
-                let offsets = targets[index].pending.take()!.offsets
+                let offsets = takePending(index).offsets
                 targets[index].ended = true
                 for offset in offsets {
                     drop(offset, partitionSlot: partitionSlot, reason: .endedBeforeStart, into: &actions)
                 }
-                return
+                return settle(slot, now: now)
             case let .endsPossiblyStartedActivity(startTimestamp):
                 targets[index].tokenNotBefore = max(targets[index].tokenNotBefore, startTimestamp)
             }
         } else {
-            targets[index].pending = PendingUpdate(event: event, summary: summary, offset: source.offset)
+            targets[index].pendingIndex = pendings.insert(PendingUpdate(event: event, summary: summary, offset: source.offset))
         }
         evaluate(slot, now: now, into: &actions)
     }
@@ -193,18 +215,26 @@ public struct FanoutEngine: Sendable {
     /// A dead letter or feedback record the engine asked for was acknowledged: its offsets are done.
     public mutating func resolve(_ resolution: ResolutionID) {
         guard let entry = resolutions.removeValue(forKey: resolution.rawValue) else { return }
-        partitions[Int(entry.partitionSlot)]?.resolutionsPending -= 1
+        partitions[Int(entry.partitionSlot)]?.resolutions.remove(resolution.rawValue)
         for offset in entry.offsets { completeOffset(offset, partitionSlot: entry.partitionSlot) }
     }
 
     /// A registration from activity-tokens (or a rotation). Takes effect for the next send; wakes a
     /// target waiting for a token.
     /// `app`: the bundle id the registration names (nil: valid for whatever app the events name).
-    public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
+    public mutating func tokenRegistered(key: String, token: PushToken, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, app: String? = nil, now: Nanoseconds, into actions: inout [EngineAction]) {
         let appIndex = app.map { internApp($0) } ?? TokenRegistry.Record.anyApp
         guard tokens.register(key: key, token: token, environment: environment, at: at, partition: partition, appIndex: appIndex) else { return }
         if let slot = slot(of: TargetHash(lane: .activity, id: key), id: key) { evaluate(slot, now: now, into: &actions) }
+    }
+
+    /// `tokenRegistered` with the token as hex text (validated already: a registration that is not hex
+    /// is a caller's bug).
+    public mutating func tokenRegistered(key: String, token hex: String, environment: APNsEnvironment?, at: Int64,
+                                         partition: Int32, app: String? = nil, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let token = PushToken(hex: hex) else { preconditionFailure("a registered token must be even-length hex; got \(hex.utf8.count) characters that are not") }
+        tokenRegistered(key: key, token: token, environment: environment, at: at, partition: partition, app: app, now: now, into: &actions)
     }
 
     /// A tombstone on activity-tokens.
@@ -213,7 +243,7 @@ public struct FanoutEngine: Sendable {
     // MARK: Time
 
     /// Runs every timer due at `now`: held minor updates, min_interval waits, backoffs, token waits,
-    /// app probes and the idle-target sweep.
+    /// app probes, ended targets' retention and a slice of the idle-target sweep.
     public mutating func tick(now: Nanoseconds, into actions: inout [EngineAction]) {
         while let top = heap.top, top.deadline <= now {
             _ = heap.pop()
@@ -226,12 +256,8 @@ public struct FanoutEngine: Sendable {
         drainOverdue(now: now, into: &actions)
         commitIfDue(now: now, into: &actions)
         reportFailingLanes(now: now, into: &actions)
-        if nextSweepAt == Int64.min {
-            nextSweepAt = now + configuration.sweepInterval
-        } else if now >= nextSweepAt {
-            sweep(now: now)
-            nextSweepAt = now + configuration.sweepInterval
-        }
+        releaseEndedTargets(now: now)
+        sweepIdleTargets(now: now)
     }
 
     /// When `tick` next has work, or nil when nothing is scheduled. May be early (a timer that was
@@ -241,7 +267,8 @@ public struct FanoutEngine: Sendable {
         for app in paused.values where app.probeSendID == 0 && !app.parked.isEmpty {
             deadline = min(deadline ?? app.probeAt, app.probeAt)
         }
-        if !slotByKey.isEmpty && nextSweepAt != Int64.min { deadline = min(deadline ?? nextSweepAt, nextSweepAt) }
+        if let retention = nextRetentionDeadline { deadline = min(deadline ?? retention, retention) }
+        if let sweep = nextSweepDeadline { deadline = min(deadline ?? sweep, sweep) }
         if let drain = nextDrainDeadline { deadline = min(deadline ?? drain, drain) }
         for lane in 0..<2 where !laneFailingReported[lane] {
             if let since = laneFailingSince[lane] { deadline = min(deadline ?? .max, since + configuration.laneFailingAfter) }
@@ -275,6 +302,13 @@ extension FanoutEngine {
     }
 
     public mutating func tokenRegistered(key: String, token: String, environment: APNsEnvironment?, at: Int64,
+                                         partition: Int32, now: Nanoseconds) -> [EngineAction] {
+        var actions: [EngineAction] = []
+        tokenRegistered(key: key, token: token, environment: environment, at: at, partition: partition, now: now, into: &actions)
+        return actions
+    }
+
+    public mutating func tokenRegistered(key: String, token: PushToken, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, now: Nanoseconds) -> [EngineAction] {
         var actions: [EngineAction] = []
         tokenRegistered(key: key, token: token, environment: environment, at: at, partition: partition, now: now, into: &actions)

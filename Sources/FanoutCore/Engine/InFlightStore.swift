@@ -64,15 +64,6 @@ struct InFlightStore: Sendable {
         return sends[entry].take()
     }
 
-    /// Ids of the sends matching `predicate` (cold path: revocation).
-    func ids(where predicate: (InFlightSend) -> Bool) -> [UInt64] {
-        var found: [UInt64] = []
-        for index in ids.indices where ids[index] != 0 {
-            if let send = sends[Int(entries[index])], predicate(send) { found.append(ids[index]) }
-        }
-        return found
-    }
-
     @inline(__always)
     private func home(_ id: UInt64) -> Int {
         Int(truncatingIfNeeded: (id &* 0x9e37_79b9_7f4a_7c15) >> 32) & mask

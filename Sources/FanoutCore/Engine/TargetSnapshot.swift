@@ -36,7 +36,7 @@ extension FanoutEngine {
     public func snapshot(lane: Lane, target key: String, now: Nanoseconds) -> TargetSnapshot? {
         guard let slot = slot(of: TargetHash(lane: lane, id: key), id: key) else { return nil }
         let target = targets[Int(slot)]
-        let update = target.pending
+        let update = target.hasPending ? pendings[target.pendingIndex] : nil
         let token = lane == .activity ? tokens.usableToken(for: key, notBefore: target.tokenNotBefore) : nil
         return TargetSnapshot(
             lane: lane, key: key, app: apps[Int(target.appIndex)], ended: target.ended, endAccepted: target.endAccepted,
@@ -51,7 +51,7 @@ extension FanoutEngine {
             backoffUntil: target.backoffUntil > now ? target.backoffUntil : nil,
             retryAttempts: Int(target.attempts),
             waitingForTokenSince: target.tokenWaitSince >= 0 ? target.tokenWaitSince : nil,
-            tokenPrefix: token.map { String($0.token.prefix(8)) + "…" },
+            tokenPrefix: token.map { $0.token.hexPrefix(4) + "…" },
             appPausedReason: paused[target.appIndex]?.reason,
             nextTimer: target.timerAt == .max ? nil : target.timerAt)
     }

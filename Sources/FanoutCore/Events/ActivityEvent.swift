@@ -1,3 +1,5 @@
+import APNsModel
+
 /// Which APNs path an event travels: per-activity token sends or broadcast-channel sends.
 public enum Lane: String, Sendable, Hashable, CaseIterable {
     /// `activity-updates`: `/3/device/<token>`, keyed by activity key.
@@ -66,7 +68,7 @@ public struct ActivityEvent: Sendable, Hashable {
         var staleDate: Int64?
         var dismissalDate: Int64?
         var relevanceScore: Double?
-        var token: String?
+        var token: PushToken?
         var attributesType: String?
         var attributes: RawJSON?
         var inputPushToken: Bool
@@ -143,8 +145,8 @@ public struct ActivityEvent: Sendable, Hashable {
         _read { yield storage.fields.relevanceScore }
         set { update { $0.relevanceScore = newValue } }
     }
-    /// Inline push token (hex): required on start (push-to-start token), optional otherwise.
-    public var token: String? {
+    /// Inline push token (decoded from the event's hex): required on start (push-to-start token), optional otherwise.
+    public var token: PushToken? {
         _read { yield storage.fields.token }
         set { update { $0.token = newValue } }
     }
@@ -170,7 +172,7 @@ public struct ActivityEvent: Sendable, Hashable {
     public init(id: String, app: String?, lane: Lane, target: String, kind: EventKind, timestamp: Int64,
                 contentState: RawJSON, contentFields: [ContentField] = [], importance: Importance? = nil,
                 alert: RawJSON? = nil, staleDate: Int64? = nil, dismissalDate: Int64? = nil,
-                relevanceScore: Double? = nil, token: String? = nil, attributesType: String? = nil,
+                relevanceScore: Double? = nil, token: PushToken? = nil, attributesType: String? = nil,
                 attributes: RawJSON? = nil, inputPushToken: Bool = false, inputPushChannel: String? = nil) {
         storage = Storage(Fields(
             id: id,

@@ -136,7 +136,7 @@ public struct EventDecoder: Sendable {
             relevanceScore = reader.double(node)
         }
 
-        var token: String?
+        var token: PushToken?
         if let node = fields[.token] {
             guard lane == .activity else {
                 throw EventRejection(.invalidToken, "broadcast events go to a channel and take no \"token\"; remove it")

@@ -1,3 +1,5 @@
+import APNsModel
+
 /// Typed, rejection-producing reads over one parsed event. Lives only for one `decode` call:
 /// it borrows the caller's buffer.
 struct EventReader {
@@ -125,25 +127,19 @@ struct EventReader {
         return value
     }
 
-    /// A push token: even-length hex, stored lowercase so the same token always compares equal.
-    func hexToken(_ node: Int, field: String) throws(EventRejection) -> String {
+    /// A push token: even-length hex (at most 1024 digits), decoded to its bytes here, once.
+    func hexToken(_ node: Int, field: String) throws(EventRejection) -> PushToken {
         guard kind(node) == .string, !document[node].flag else {
             throw EventRejection(.invalidToken, "\"\(field)\" must be the push token as a hex string")
         }
         let range = (Int(document[node].start) + 1)..<(Int(document[node].end) - 1)
-        guard !range.isEmpty, range.count % 2 == 0, range.count <= 1024 else {
-            throw EventRejection(.invalidToken, "\"\(field)\" has \(range.count) characters; a push token is an even number of hex digits (at most 1024)")
+        guard !range.isEmpty, range.count % 2 == 0, range.count <= 2 * PushToken.maxBytes else {
+            throw EventRejection(.invalidToken, "\"\(field)\" has \(range.count) characters; a push token is an even number of hex digits (at most \(2 * PushToken.maxBytes))")
         }
-        var lowercase = true
-        for index in range {
-            let byte = bytes[index]
-            guard JSONDocument.hexValue(byte) != nil else {
-                throw EventRejection(.invalidToken, "\"\(field)\" contains a non-hex character at position \(index - range.lowerBound); send the token as hex, not base64")
-            }
-            if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "F") { lowercase = false }
+        for index in range where JSONDocument.hexValue(bytes[index]) == nil {
+            throw EventRejection(.invalidToken, "\"\(field)\" contains a non-hex character at position \(index - range.lowerBound); send the token as hex, not base64")
         }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
-        return lowercase ? text : text.lowercased()
+        return PushToken(hexUTF8: UnsafeBufferPointer(rebasing: bytes[range]))!  // checked above
     }
 
     private static let title = Array("title".utf8), body = Array("body".utf8), sound = Array("sound".utf8)

@@ -1,3 +1,5 @@
+import APNsModel
+
 /// One value of the compacted `activity-tokens` topic (DESIGN.md §2):
 /// `{"token":"<hex>","app":"…","environment":"production"|"sandbox","at":<seconds>}`,
 /// keyed by the activity key (or push-to-start key). A `nil` value is a tombstone.
@@ -6,14 +8,14 @@ public struct TokenRecord: Sendable, Hashable {
         case production, sandbox
     }
 
-    /// Lowercase hex.
-    public var token: String
+    /// Decoded from the record's hex.
+    public var token: PushToken
     public var app: String
     public var environment: Environment
     /// UNIX seconds when the app registered the token; a newer registration replaces an older one.
     public var at: Int64
 
-    public init(token: String, app: String, environment: Environment, at: Int64) {
+    public init(token: PushToken, app: String, environment: Environment, at: Int64) {
         self.token = token
         self.app = app
         self.environment = environment

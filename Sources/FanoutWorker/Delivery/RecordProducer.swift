@@ -79,7 +79,7 @@ final class RecordProducer: Sendable {
         var json = "{\"key\":"
         JSONString.append(feedback.key, to: &json)
         json += ",\"token\":"
-        JSONString.append(feedback.token, to: &json)
+        JSONString.append(feedback.token.hex, to: &json)
         json += ",\"app\":"
         JSONString.append(feedback.app, to: &json)
         json += ",\"status\":\(feedback.status),\"reason\":"

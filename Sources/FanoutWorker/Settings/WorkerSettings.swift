@@ -72,6 +72,8 @@ struct WorkerSettings: Sendable {
         e.tokenWait = nanoseconds(c.engine.tokenWait)
         e.backoffCap = max(nanoseconds(c.engine.backoffCap), e.backoffBase)
         e.recoveryRamp = nanoseconds(c.engine.recoveryRamp)
+        e.endedRetention = nanoseconds(c.engine.endedRetention)
+        e.maxTrackedTargets = c.engine.maxTrackedTargets
         // The configuration's window is per target; the engine keeps one window per partition, so
         // it never gets smaller than the engine's own default.
         e.dedupeWindowPerPartition = max(c.engine.dedupeWindow, e.dedupeWindowPerPartition)

@@ -20,6 +20,8 @@ final class WorkerCore: Sendable {
         var failingLanes: [Lane: (since: Nanoseconds, reason: String)] = [:]
         /// `rejoins` as the engine last heard of it.
         var rejoinsReported: UInt64 = 0
+        /// The engine's forgotten-target counts when the gauges were last refreshed.
+        var forgottenReported = ForgottenTargets()
     }
 
     let state: Mutex<State>
@@ -262,8 +264,16 @@ final class WorkerCore: Sendable {
             metrics.apnsQueued.labels(lane.rawValue).set(stats.queued)
             metrics.apnsConnections.labels(lane.rawValue).set(stats.connections)
         }
-        let (registry, busy) = state.withLock { ($0.engine.tokens.count, $0.engine.busyTargets()) }
+        let (registry, busy, tracked, forgotten, reported) = state.withLock { state in
+            let forgotten = state.engine.forgottenTargets
+            defer { state.forgottenReported = forgotten }
+            return (state.engine.tokens.count, state.engine.busyTargets(), state.engine.targetCount, forgotten, state.forgottenReported)
+        }
         metrics.tokenRegistrySize.labels().set(registry)
+        metrics.trackedTargets.labels().set(tracked)
+        metrics.targetsForgotten.labels("ended").increment(by: forgotten.ended - reported.ended)
+        metrics.targetsForgotten.labels("idle").increment(by: forgotten.idle - reported.idle)
+        metrics.targetsForgotten.labels("evicted").increment(by: forgotten.evicted - reported.evicted)
         metrics.pendingTargets.labels(Lane.activity.rawValue).set(busy.activity)
         metrics.pendingTargets.labels(Lane.broadcast.rawValue).set(busy.broadcast)
         for (app, minted) in lanes.jwtMintsSinceLastCall() where minted > 0 {

@@ -4,13 +4,16 @@ import APNsModel
 let activityPartition = PartitionID(topic: "activity-updates", partition: 0)
 let broadcastPartition = PartitionID(topic: "broadcast-updates", partition: 0)
 let sec: Nanoseconds = 1_000_000_000
-let tokenA = String(repeating: "a1", count: 32)
-let tokenB = String(repeating: "b2", count: 32)
+let tokenA = PushToken(hex: String(repeating: "a1", count: 32))!
+let tokenB = PushToken(hex: String(repeating: "b2", count: 32))!
+
+/// A push token from hex known to be valid.
+func pushToken(_ hex: String) -> PushToken { PushToken(hex: hex)! }
 
 /// Builds an event whose content_state fields are given as (name, value) with numbers as progress candidates.
 func makeEvent(_ id: String, target: String = "export-42", kind: EventKind = .update, timestamp: Int64,
                fields: [(String, Double)] = [], status: String = "rendering", importance: Importance? = nil,
-               alert: Bool = false, token: String? = nil, lane: Lane = .activity, staleDate: Int64? = nil,
+               alert: Bool = false, token: PushToken? = nil, lane: Lane = .activity, staleDate: Int64? = nil,
                dismissalDate: Int64? = nil, attributesType: String? = nil) -> ActivityEvent {
     var content = [ContentField(name: "status", digest: DedupeWindow.digest(target: "", id: status), number: nil)]
     for (name, value) in fields {
@@ -84,8 +87,14 @@ struct Harness {
         return new
     }
 
+    /// `register` with the token as hex.
     @discardableResult
-    mutating func register(_ token: String, key: String = "export-42", at: Int64) -> [EngineAction] {
+    mutating func register(_ hex: String, key: String = "export-42", at: Int64) -> [EngineAction] {
+        register(pushToken(hex), key: key, at: at)
+    }
+
+    @discardableResult
+    mutating func register(_ token: PushToken, key: String = "export-42", at: Int64) -> [EngineAction] {
         let new = engine.tokenRegistered(key: key, token: token, environment: .production,
                                          at: at, partition: 0, now: now)
         actions += new

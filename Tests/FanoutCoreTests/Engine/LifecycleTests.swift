@@ -6,7 +6,7 @@ import Testing
     @Test func idleAndEndedTargetsAreForgottenAfterTheirRetention() throws {
         var configuration = EngineConfiguration()
         configuration.forgetIdleAfter = 600 * sec
-        configuration.forgetEndedAfter = 60 * sec
+        configuration.endedRetention = 60 * sec
         configuration.sweepInterval = 10 * sec
         var h = Harness(configuration: configuration)
         h.register(tokenB, key: "ended", at: 1)
@@ -72,6 +72,36 @@ import Testing
                 "nothing in flight: drained at once, e2 uncommitted")
         #expect(h.advance(2 * sec).sends.isEmpty)
         #expect(h.complete(busy).drained.isEmpty, "the other partition is not affected")
+    }
+
+    /// Losing one partition frees its own targets, sends in flight and dead letters — visiting those
+    /// only — and leaves every other partition's targets, tokens and sends as they were.
+    @Test func forgettingAPartitionVisitsOnlyItsOwnTargets() throws {
+        var h = Harness()
+        let other = PartitionID(topic: "activity-updates", partition: 1)
+        for index in 0..<40 {
+            h.register(pushToken(String(format: "%064x", index + 1)), key: "kept-\(index)", at: 1)
+            h.complete(try #require(h.feed(makeEvent("k\(index)", target: "kept-\(index)", timestamp: 100)).sends.first))
+        }
+        let keptInFlight = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        var actions: [EngineAction] = []
+        h.engine.tokenRegistered(key: "lost-0", token: tokenB, environment: nil, at: 1, partition: 1, now: h.now, into: &actions)
+        let lostInFlight = try #require(h.feed(makeEvent("l0", target: "lost-0", timestamp: 100), partition: other).sends.first)
+        h.feed(makeEvent("l1", target: "lost-1", timestamp: 100), partition: other)  // no token: dead-lettered, not yet acknowledged
+        let letter = try #require(h.advance(h.engine.configuration.tokenWait + sec).deadLetters.first)
+        #expect(letter.reason == .noToken && h.engine.targetCount(of: other) == 2)
+        #expect(h.engine.targetCount(of: activityPartition) == 41)
+
+        h.engine.lose([other], into: &actions)
+        #expect(h.engine.lastForgetVisited == 2, "only the lost partition's own targets are visited")
+        #expect(h.engine.targetCount == 41 && h.engine.targetCount(of: activityPartition) == 41 && h.engine.tokens.count == 41)
+        #expect(h.engine.totalLoad == Load(incomplete: 1, inFlight: 1), "what remains is the kept partition's send")
+        #expect(h.engine.busyTargets() == (activity: 1, broadcast: 0))
+        #expect(h.complete(lostInFlight).isEmpty, "the lost partition's answer is ignored")
+        h.engine.resolve(letter.resolution)
+        #expect(h.complete(keptInFlight).drops.isEmpty && h.engine.totalLoad == Load(incomplete: 0, inFlight: 0))
+        #expect(h.engine.commitPoints() == [CommitPoint(partition: activityPartition, offset: 41)])
+        #expect(h.engine.snapshot(lane: .activity, target: "kept-7", now: h.now)?.deliveries == 1)
     }
 
     @Test func revokingAnActivityPartitionForgetsItsTokens() throws {

@@ -174,7 +174,7 @@ import Testing
         h.advance(sec)
         #expect(h.complete(start, .retry(reason: "timeout", status: nil, after: nil)).drops.isEmpty)
         #expect(h.advance(5 * sec).sends.isEmpty)  // the old activity's token is not this activity's
-        let tokenC = String(repeating: "c3", count: 32)
+        let tokenC = pushToken(String(repeating: "c3", count: 32))
         let end = try #require(h.register(tokenC, at: 100).sends.first)
         #expect(end.event.kind == .end && end.destination == .activityToken(tokenC) && end.coveredOffsets == [0, 1])
         #expect(end.event.alert == nil)

@@ -1,3 +1,4 @@
+import APNsModel
 import Testing
 @testable import FanoutCore
 
@@ -11,7 +12,7 @@ import Testing
 
     @Test func decodesAValidRecord() throws {
         let record = try TokenRecord.decode(Array(#"{"token":"AB12cd","app":"com.example.exports","environment":"sandbox","at":1772788200}"#.utf8), apps: apps).get()
-        #expect(record == TokenRecord(token: "ab12cd", app: "com.example.exports", environment: .sandbox, at: 1_772_788_200))
+        #expect(record == TokenRecord(token: PushToken(hex: "ab12cd")!, app: "com.example.exports", environment: .sandbox, at: 1_772_788_200))
     }
 
     @Test func appMayBeOmittedWithOneConfiguredApp() throws {
@@ -29,7 +30,7 @@ import Testing
             Issue.record("empty value was not rejected")
         }
         let value = Array(#"{"token":"ab12","environment":"production","at":1772788200}"#.utf8)
-        #expect(TokenRecord.update(from: value, apps: apps) == .register(TokenRecord(token: "ab12", app: "com.example.exports", environment: .production, at: 1_772_788_200)))
+        #expect(TokenRecord.update(from: value, apps: apps) == .register(TokenRecord(token: PushToken(hex: "ab12")!, app: "com.example.exports", environment: .production, at: 1_772_788_200)))
     }
 
     @Test func rejectsBadRecordsWithSpecificReasons() {

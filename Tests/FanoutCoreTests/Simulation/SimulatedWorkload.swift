@@ -66,7 +66,7 @@ struct SimulatedWorkload {
                                      timestamp: timestamp, contentState: RawJSON(bytes: [123, 125]), contentFields: fields,
                                      importance: random.chance(0.1) ? (random.chance(0.5) ? .major : .minor) : nil,
                                      alert: kind == .start || random.chance(0.05) ? RawJSON(bytes: [123, 125]) : nil,
-                                     token: kind == .start ? pushToStart : nil,
+                                     token: kind == .start ? PushToken(simulated: pushToStart) : nil,
                                      attributesType: kind == .start ? "SimAttributes" : nil,
                                      attributes: kind == .start ? RawJSON(bytes: [123, 125]) : nil)
             }
@@ -107,4 +107,11 @@ struct SimulatedWorkload {
             logs[partition] = records.enumerated().sorted { ($0.element.arrival, $0.offset) < ($1.element.arrival, $1.offset) }.map(\.element)
         }
     }
+}
+
+extension PushToken {
+    /// The simulation names its tokens (`tok-<key>-0`); the engine holds them as bytes: the label's UTF-8.
+    init(simulated label: String) { self.init(bytes: Array(label.utf8)) }
+
+    var simulatedLabel: String { String(decoding: bytes, as: UTF8.self) }
 }

@@ -33,7 +33,7 @@ extension Simulation {
                 resolutions.append((now + acknowledgedIn, letter.resolution, nil, letter.sources, .resolved))
             case let .feedback(record):
                 stats.feedback += 1
-                guard let sources = pendingFeedback.removeValue(forKey: record.token + "|" + record.key) else {
+                guard let sources = pendingFeedback.removeValue(forKey: record.token.simulatedLabel + "|" + record.key) else {
                     throw fail("feedback for \(record.key) without a gone token")
                 }
                 resolutions.append((now + random.between(1_000_000, 100_000_000), record.resolution, nil, sources, .resolved))
@@ -90,8 +90,8 @@ extension Simulation {
             return (.retry(reason: "ServiceUnavailable", status: 503, after: nil), false)
         }
         switch request.destination {
-        case let .activityToken(token) where deadTokens.contains(token),
-             let .pushToStartToken(token) where deadTokens.contains(token):
+        case let .activityToken(token) where deadTokens.contains(token.simulatedLabel),
+             let .pushToStartToken(token) where deadTokens.contains(token.simulatedLabel):
             return (.tokenGone(reason: "Unregistered", status: 410, apnsTimestampMillis: now / 1_000_000), false)
         default: break
         }
@@ -119,7 +119,7 @@ extension Simulation {
         case .tokenGone:
             let token: String
             switch request.destination {
-            case let .activityToken(value), let .pushToStartToken(value): token = value
+            case let .activityToken(value), let .pushToStartToken(value): token = value.simulatedLabel
             case .channel: throw fail("tokenGone on a channel in the simulation")
             }
             pendingFeedback[token + "|" + request.target] = sources

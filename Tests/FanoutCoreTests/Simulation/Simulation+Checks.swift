@@ -11,7 +11,8 @@ extension Simulation {
         watches[request.target] = watch
         switch request.priority {
         case 10:
-            if case let .pushToStartToken(token) = request.destination {
+            if case let .pushToStartToken(pushToken) = request.destination {
+                let token = pushToken.simulatedLabel
                 let settings = configuration.pushToStartBudget
                 var budget = pushToStartBudgets[token] ?? PriorityBudgetModel(burst: Int64(settings.burst), perHour: Int64(settings.refillPerHour))
                 if let since = budget.admit(at: now) { throw fail("push-to-start budget of \(token) exceeded since the start at \(since)") }

@@ -28,7 +28,7 @@ extension Simulation {
         var ignored: [EngineAction] = []
         for key in latestToken.keys.sorted() where SimulatedWorkload.partition(for: key, lane: .activity) == partition {
             let record = latestToken[key]!
-            engine.tokenRegistered(key: key, token: record.token, environment: .sandbox, at: record.registeredAt,
+            engine.tokenRegistered(key: key, token: PushToken(simulated: record.token), environment: .sandbox, at: record.registeredAt,
                                    partition: partition.partition, now: now, into: &ignored)
         }
         precondition(ignored.isEmpty, "no target of a freshly assigned partition sends before its tokens were read")

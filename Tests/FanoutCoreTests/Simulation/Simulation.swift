@@ -99,7 +99,9 @@ struct Simulation {
         configuration.configProbeInterval = 20 * 1_000_000_000
         configuration.dedupeWindowPerPartition = 16 + random.below(64)
         configuration.forgetIdleAfter = .hours(48)
-        configuration.forgetEndedAfter = .hours(48)
+        // Ended targets are forgotten after the default retention (10 min), within most runs: a straggler
+        // after an end is read seconds after it, well within it.
+        configuration.endedRetention = EngineConfiguration().endedRetention
         configuration.maxIncompletePerPartition = 40 + random.below(200)
         // The engine's own commit timing and answers that come late, refused or never (else the
         // simulation polls commitPoints()); channel lookups with latency; short and long revoke drains.
@@ -155,6 +157,7 @@ struct Simulation {
             stored[point.partition] = point.offset
         }
         try finalChecks()
+        stats.endedForgotten += engine.forgottenTargets.ended
     }
 
     mutating func heal() {
@@ -212,7 +215,7 @@ struct Simulation {
             latestToken[event.key] = (event.token, event.registeredAt)
             let partition = SimulatedWorkload.partition(for: event.key, lane: .activity)
             if assigned.contains(partition) {
-                engine.tokenRegistered(key: event.key, token: event.token, environment: .sandbox, at: event.registeredAt,
+                engine.tokenRegistered(key: event.key, token: PushToken(simulated: event.token), environment: .sandbox, at: event.registeredAt,
                                        partition: partition.partition, now: now, into: &actions)
             }
         }
@@ -290,6 +293,7 @@ struct Simulation {
         // A new process: budgets it never saw are not held against it (Apple's are per device; see README).
         watches = [:]
         pushToStartBudgets = [:]
+        stats.endedForgotten += engine.forgottenTargets.ended
         engine = FanoutEngine(configuration: configuration)
         reassignAt = [:]
         assigned = []

@@ -32,6 +32,8 @@ struct SimulationStats: CustomStringConvertible {
     var ambiguousDeliveries = 0
     /// Ends dead-lettered because their activity may have started and no activity token arrived.
     var endsOfPossiblyStartedDeadLettered = 0
+    /// Ended targets the engine forgot after `endedRetention` (the invariants held across it).
+    var endedForgotten: UInt64 = 0
     var drops: [String: Int] = [:]
     var deadLetters: [String: Int] = [:]
     var outcomes: [String: Int] = [:]
@@ -71,6 +73,7 @@ struct SimulationStats: CustomStringConvertible {
         crashes += other.crashes
         ambiguousDeliveries += other.ambiguousDeliveries
         endsOfPossiblyStartedDeadLettered += other.endsOfPossiblyStartedDeadLettered
+        endedForgotten += other.endedForgotten
         drops.merge(other.drops, uniquingKeysWith: +)
         deadLetters.merge(other.deadLetters, uniquingKeysWith: +)
         outcomes.merge(other.outcomes, uniquingKeysWith: +)
@@ -81,7 +84,7 @@ struct SimulationStats: CustomStringConvertible {
             + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) losses=\(losses) revokesInFlight=\(revokesWithSendsInFlight) "
             + "sendsWhileClosing=\(sendsWhileClosing) commits=\(commits) refused=\(commitsRefused) unanswered=\(commitsUnanswered) "
             + "lookups=\(lookups) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) "
-            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) endedForgotten=\(endedForgotten) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }

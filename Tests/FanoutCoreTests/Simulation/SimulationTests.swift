@@ -41,7 +41,7 @@ import Testing
             #expect(total.sends > total.events / 10 && total.coalescedSends > 0 && total.revokes > 0)
             #expect(total.feedback > 0 && total.pauses > 0 && total.resumes > 0 && total.crashes > 0)
             #expect(total.outcomes["retry", default: 0] > 0 && total.deadLetters["no-token", default: 0] > 0)
-            #expect(total.ambiguousDeliveries > 0 && total.endsOfPossiblyStartedDeadLettered > 0)
+            #expect(total.ambiguousDeliveries > 0 && total.endsOfPossiblyStartedDeadLettered > 0 && total.endedForgotten > 0)
             #expect(Set(total.drops.keys).isSuperset(of: ["duplicate-id", "not-newer", "after-end", "ended-before-start"]))
             // The worker's decisions (issue 11): rebalances with sends in flight and losses, sends going on
             // elsewhere meanwhile, commits refused and unanswered, stale token catch-ups, channel

@@ -62,6 +62,7 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         #expect(config.engine.defaultStaleAfter == .seconds(15 * 60))
         #expect(config.engine.tokenWait == .seconds(30))
         #expect(config.engine.maxEventBytes == 65_536)
+        #expect(config.engine.endedRetention == .seconds(600) && config.engine.maxTrackedTargets == 1_000_000)
         #expect(config.apns.jwtRefreshInterval == .seconds(50 * 60))
         #expect(config.apns.port == 443)
         #expect(config.apns.baseURL == nil)

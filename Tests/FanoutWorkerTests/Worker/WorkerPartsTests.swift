@@ -31,6 +31,8 @@ struct WorkerPartsTests {
         ])
         configuration.engine.progressFields = ["*": ["progress"], "RideAttributes": ["eta"]]
         configuration.engine.tokenWait = .seconds(7)
+        configuration.engine.endedRetention = .seconds(90)
+        configuration.engine.maxTrackedTargets = 5_000
         configuration.engine.standard.minInterval = .milliseconds(1500)
         configuration.backpressure.maxPendingPerPartition = 123
         configuration.kafka.properties["socket.timeout.ms"] = "9000"
@@ -38,6 +40,7 @@ struct WorkerPartsTests {
                                       options: WorkerOptions(extraKafkaProperties: ["session.timeout.ms": "6000"], randomSeed: 9))
         let engine = settings.engine
         #expect(engine.tokenWait == .seconds(7))
+        #expect(engine.endedRetention == .seconds(90) && engine.maxTrackedTargets == 5_000)
         #expect(engine.activityBudget.minInterval == .milliseconds(1500))
         #expect(engine.frequentUpdatesApps == ["com.example.a"])
         #expect(engine.defaultApp == "com.example.a")

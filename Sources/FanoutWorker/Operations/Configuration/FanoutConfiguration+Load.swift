@@ -285,10 +285,14 @@ extension FanoutConfiguration {
                                       why: " (after an outage, backed-off targets retry spread over this window once APNs answers again)")
         let dedupe = r.int("dedupe_window", default: 64, range: 1...100_000)
         let maxEvent = r.int("max_event_bytes", default: 65_536, range: 1024...(16 * 1024 * 1024), unit: " bytes")
+        let endedRetention = r.duration("ended_retention", default: .seconds(600), range: .zero...(.seconds(24 * 3600)),
+                                        why: " (an ended activity is remembered this long, so late events for it are dropped as after-end)")
+        let maxTracked = r.int("max_tracked_targets", default: 1_000_000, range: 1_000...100_000_000)
         r.finish()
         return Engine(standard: standard, frequent: frequent, broadcast: broadcast, pushToStart: pushToStart,
                       maxQuiet: maxQuiet, minProgressDelta: delta, progressFields: progress, defaultStaleAfter: stale,
-                      tokenWait: tokenWait, backoffCap: backoffCap, recoveryRamp: recoveryRamp, dedupeWindow: dedupe, maxEventBytes: maxEvent)
+                      tokenWait: tokenWait, backoffCap: backoffCap, recoveryRamp: recoveryRamp, dedupeWindow: dedupe, maxEventBytes: maxEvent,
+                      endedRetention: endedRetention, maxTrackedTargets: maxTracked)
     }
 
     /// A list of progress fields: distinct names, at most `MeaningProfile.maxProgressFields`.

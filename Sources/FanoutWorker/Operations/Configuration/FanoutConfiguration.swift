@@ -165,6 +165,11 @@ public struct FanoutConfiguration: Sendable, Equatable {
         /// Recent event ids remembered per target to drop duplicates.
         public var dedupeWindow: Int
         public var maxEventBytes: Int
+        /// How long an ended activity (or channel) is remembered after its end or its last event:
+        /// later events are dropped as after-end meanwhile; then it is forgotten and its token retired.
+        public var endedRetention: Duration
+        /// Targets tracked at most per worker; past it the least recently active idle ones are evicted.
+        public var maxTrackedTargets: Int
     }
 
     public struct Backpressure: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import APNsModel
+
 /// A typed log field value, written as the matching JSON type.
 public enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
                       ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByStringInterpolation {
@@ -16,4 +18,6 @@ public enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, Expressibl
     public static func int(_ value: Int) -> LogValue { .int(Int64(value)) }
     /// A push token, already reduced by `Redact.token`.
     public static func token(_ token: String) -> LogValue { .string(Redact.token(token)) }
+    /// A push token held as bytes: only its redacted form is ever made.
+    public static func token(_ token: PushToken) -> LogValue { .string(token.redacted) }
 }

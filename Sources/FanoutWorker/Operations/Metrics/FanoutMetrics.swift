@@ -38,6 +38,11 @@ public final class FanoutMetrics: Sendable {
     public let rebalances: CounterFamily
     /// Activity keys with a known token.
     public let tokenRegistrySize: GaugeFamily
+    /// Targets (activities and channels) the engine tracks.
+    public let trackedTargets: GaugeFamily
+    /// Targets the engine stopped tracking. Labels: reason ("ended": `engine.ended_retention` after
+    /// its end; "idle": 12 h without activity; "evicted": past `engine.max_tracked_targets`).
+    public let targetsForgotten: CounterFamily
     /// Records produced to activity-token-feedback. Labels: app, reason.
     public let feedbackRecords: CounterFamily
     /// Failed attempts to produce a dead letter or feedback record (each is retried). Labels: topic,
@@ -99,6 +104,10 @@ public final class FanoutMetrics: Sendable {
         commits = registry.counter("fanout_offset_commits_total", help: "Offset commits, by result.", labels: ["result"])
         rebalances = registry.counter("fanout_rebalances_total", help: "Partition assignment changes, by kind.", labels: ["kind"])
         tokenRegistrySize = registry.gauge("fanout_token_registry_size", help: "Activity keys with a known push token.")
+        trackedTargets = registry.gauge("fanout_tracked_targets", help: "Activities and broadcast channels the engine tracks (at most engine.max_tracked_targets, plus targets with work).")
+        targetsForgotten = registry.counter("fanout_targets_forgotten_total",
+                                            help: "Targets the engine stopped tracking, by reason: ended (ended_retention after the end), idle (12 h without activity), evicted (least recently active idle ones past max_tracked_targets; each loses its budget memory).",
+                                            labels: ["reason"])
         feedbackRecords = registry.counter("fanout_token_feedback_records_total",
                                            help: "Records produced to the token feedback topic, by app and APNs reason.", labels: ["app", "reason"])
         produceFailures = registry.counter("fanout_produce_failures_total",
@@ -112,5 +121,7 @@ public final class FanoutMetrics: Sendable {
                                                 help: "Broadcasts APNs answered ChannelNotRegistered (never created or deleted channel), by app; their events are dead-lettered.",
                                                 labels: ["app"])
         _ = tokenRegistrySize.labels()  // unlabeled: exported as 0 from the start
+        _ = trackedTargets.labels()
+        for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
     }
 }
