@@ -47,8 +47,8 @@ class CouldNotRun(Exception):
     """A workload could not be measured at all (a process did not start, data did not load)."""
 
 
-class Interrupted(Exception):
-    pass
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM: not an Exception, so no workload's error handling swallows it."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -557,19 +557,19 @@ class Bench:
         except Exception:
             self.final_metrics, self.final_series = ({}, {}), {}
 
-    def run_workload(self, number, name, function):
+    def run_workload(self, number, tag, name, function):
         if str(number) not in self.options.workloads:
             return
-        log(f"workload {number}: {name}")
+        log(f"workload {tag}: {name}")
         try:
             function()
         except CouldNotRun as error:
-            self.failures.append(f"{number} {name}: {error}")
-            self.note(f"w{number}", f"COULD NOT RUN: {error}")
+            self.failures.append(f"{tag} {name}: {error}")
+            self.note(tag, f"COULD NOT RUN: {error}")
         except Exception as error:  # a bug here or a part that stopped answering: report it, run the rest
             traceback.print_exc()
-            self.failures.append(f"{number} {name}: {type(error).__name__}: {error}")
-            self.note(f"w{number}", f"COULD NOT RUN: {type(error).__name__}: {error}")
+            self.failures.append(f"{tag} {name}: {type(error).__name__}: {error}")
+            self.note(tag, f"COULD NOT RUN: {type(error).__name__}: {error}")
         finally:
             while self.stacks:
                 self.stacks.pop().close()
@@ -887,7 +887,7 @@ class Bench:
         for workload, text in self.details:
             lines.append(f"  {workload}: {text}")
         for failure in self.failures:
-            lines.append(f"COULD NOT RUN: workload {failure}")
+            lines.append(f"COULD NOT RUN: {failure}")
         lines.append(f"wall time {time.time() - self.started:.0f} s (build excluded)")
         return "\n".join(lines)
 
@@ -981,12 +981,12 @@ def main():
     log(f"load average {load_before}; results in {options.dir}")
     code = 0
     try:
-        bench.run_workload(1, "send-heavy, with the ceilings", bench.send_heavy)
-        bench.run_workload(1, "send-heavy without the mock's fetch hold (diagnostic)", lambda: bench.send_heavy(fetch_wait_ms=10))
-        bench.run_workload(2, "coalescing", bench.coalescing)
-        bench.run_workload(3, "latency", bench.latency)
-        bench.run_workload(3, "latency without the mock's fetch hold (diagnostic)", lambda: bench.latency(fetch_wait_ms=10))
-        bench.run_workload(4, "many activities", bench.million)
+        bench.run_workload(1, "w1", "send-heavy, with the ceilings", bench.send_heavy)
+        bench.run_workload(1, "w1b", "send-heavy without the mock's fetch hold (diagnostic)", lambda: bench.send_heavy(fetch_wait_ms=10))
+        bench.run_workload(2, "w2", "coalescing", bench.coalescing)
+        bench.run_workload(3, "w3", "latency", bench.latency)
+        bench.run_workload(3, "w3b", "latency without the mock's fetch hold (diagnostic)", lambda: bench.latency(fetch_wait_ms=10))
+        bench.run_workload(4, "w4", "many activities", bench.million)
     except Interrupted as why:
         log(f"interrupted ({why}): stopping every process")
         code = 130
