@@ -859,7 +859,8 @@ class Bench:
         header = ("figure", "measured", "ceiling", "÷ ceiling", "goal", "vs goal")
         lines = []
         mode = "quick (--quick)" if self.options.quick else "full"
-        lines.append(f"fanout bench — {mode} run, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {os.cpu_count()} cores, "
+        started = time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(self.started))
+        lines.append(f"fanout bench — {mode} run started {started}, {os.cpu_count()} cores, "
                      f"release build {self.fanout}")
         lines.append(f"load average before: {load_before}   after: {load_after}")
         lines.append("One run on a shared, noisy machine: read orders of magnitude and ratios, not single figures.")
