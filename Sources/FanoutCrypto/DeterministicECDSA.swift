@@ -1,5 +1,4 @@
 import COpenSSL
-import COpenSSLShim
 
 /// ECDSA P-256 / SHA-256 with the deterministic nonce of RFC 6979 (`RFC6979Nonce`): the same key
 /// and message always give the same 64-byte r‖s. OpenSSL 3.0 has no deterministic mode, so this
