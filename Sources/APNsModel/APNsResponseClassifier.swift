@@ -43,10 +43,12 @@ public enum APNsResponseClassifier {
              .shutdown, .idleTimeout:
             return .retry(reason: text, status: status, after: retryAfter)
         case .expiredProviderToken:
-            if let rejectedProviderToken, rejectedProviderToken.showsWrongClock {
-                return .configError(reason: rejectedProviderToken.wrongClockDescription, status: status)
-            }
-            return .refreshAuth
+            // See RejectedProviderToken: a newer token exists (resend with it), the current one
+            // expired in the last seconds of its window (retry once the next one takes over), or
+            // this machine's clock is wrong.
+            guard let rejected = rejectedProviderToken, !rejected.newerTokenExists else { return .refreshAuth }
+            if rejected.showsWrongClock { return .configError(reason: rejected.wrongClockDescription, status: status) }
+            return .retry(reason: text, status: status, after: .seconds(rejected.secondsUntilNextToken))
         case .payloadTooLarge, .payloadEmpty, .badCollapseId, .badExpirationDate, .badMessageId,
              .badPriority, .duplicateHeaders, .missingDeviceToken, .missingChannelId, .badChannelId,
              .badRequestParams, .badRequestPayload:

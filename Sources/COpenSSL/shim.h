@@ -9,3 +9,4 @@
 #include <openssl/rand.h>
 #include <openssl/bn.h>
 #include <openssl/sha.h>
+#include <openssl/hmac.h>

@@ -74,18 +74,4 @@ enum P256OpenSSL {
         let curve = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard curve == "prime256v1" || curve == "P-256" else { throw P256KeyError.wrongCurve(curve: curve) }
     }
-
-    /// SHA-256 ECDSA over `message` with `pkey`; returns OpenSSL's DER signature.
-    static func signDER(_ pkey: OpaquePointer, _ message: UnsafeRawBufferPointer) throws -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw failure("EVP_MD_CTX_new") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pkey) == 1 else { throw failure("EVP_DigestSignInit") }
-        let base = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, base, message.count) == 1 else { throw failure("EVP_DigestSign (size)") }
-        var der = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &der, &length, base, message.count) == 1 else { throw failure("EVP_DigestSign") }
-        der.removeSubrange(length...)
-        return der
-    }
 }

@@ -4,9 +4,9 @@ import Foundation
 
 /// An EC P-256 private key (an APNs `.p8` key), used to sign ES256 JWTs.
 ///
-/// Owns one `EVP_PKEY`, freed in `deinit`. The key is never mutated after init, and OpenSSL 3
-/// allows concurrent signing with one `EVP_PKEY` (each `sign` uses its own `EVP_MD_CTX`), so a
-/// key can be shared between threads.
+/// Owns one `EVP_PKEY`, freed in `deinit`. The key is never mutated after init and signing only
+/// reads it (each `sign` exports its own copy of the scalar and uses its own OpenSSL contexts), so
+/// a key can be shared between threads.
 public final class P256PrivateKey: @unchecked Sendable {
     /// Owned; freed in deinit. Immutable after init (see the type's doc for thread safety).
     private let pkey: OpaquePointer
@@ -61,11 +61,11 @@ public final class P256PrivateKey: @unchecked Sendable {
         return try P256PublicKey(pem: pem)
     }
 
-    /// ES256: ECDSA P-256 with SHA-256 over `message`; returns the raw 64-byte r‖s that JWS uses
-    /// (converted from OpenSSL's DER encoding).
+    /// ES256: ECDSA P-256 with SHA-256 over `message`; returns the raw 64-byte r‖s that JWS uses.
+    /// Deterministic (RFC 6979, see `DeterministicECDSA`): the same key and message give the same
+    /// bytes on every machine, so replicas that sign the same provider-token text present one token.
     public func sign<Message: ContiguousBytes>(_ message: Message) throws -> [UInt8] {
-        let der = try message.withUnsafeBytes { try P256OpenSSL.signDER(pkey, $0) }
-        return try ES256Signature.raw(fromDER: der)
+        try message.withUnsafeBytes { try DeterministicECDSA.sign(pkey, $0) }
     }
 
     /// Convenience for signing UTF-8 text (a JWT signing input).

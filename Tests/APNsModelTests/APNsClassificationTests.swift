@@ -103,21 +103,30 @@ import APNsModel
         }
     }
 
-    /// 403 ExpiredProviderToken is a refresh, unless the token was already the replacement for an
-    /// earlier rejection and is younger than 20 minutes by this machine's clock: then the clocks disagree.
-    @Test func expiredProviderTokenIsARefreshUnlessAFreshReplacementWasRejected() {
-        func classify(age: Int64, afterEarlierRejection: Bool) -> SendOutcome {
-            let token = RejectedProviderToken(issuedAt: 1_772_788_200, rejectedAt: 1_772_788_200 + age,
-                                              mintedAfterEarlierRejection: afterEarlierRejection)
+    /// 403 ExpiredProviderToken: a resend when a newer token exists; within the rejected token's own
+    /// window (every replica presents that same token) a clock problem, unless APNs's clock need be
+    /// at most a minute ahead, which is the last seconds of a 60-minute window: retry at its end.
+    @Test func expiredProviderTokenDependsOnTheTokenWindow() {
+        let iat: Int64 = 1_772_787_600
+        func classify(age: Int64, window: Int64, newer: Bool = false) -> SendOutcome {
+            let token = RejectedProviderToken(issuedAt: iat, rejectedAt: iat + age, nextTokenAt: iat + window, newerTokenExists: newer)
             return APNsResponseClassifier.classify(status: 403, reason: .expiredProviderToken, rejectedProviderToken: token)
         }
         #expect(APNsResponseClassifier.classify(status: 403, reason: .expiredProviderToken) == .refreshAuth)
-        #expect(classify(age: 0, afterEarlierRejection: false) == .refreshAuth)
-        #expect(classify(age: 55 * 60, afterEarlierRejection: true) == .refreshAuth, "an old token may simply have expired")
-        #expect(classify(age: 20 * 60, afterEarlierRejection: true) == .refreshAuth)
-        #expect(classify(age: 42, afterEarlierRejection: true) == .configError(
-            reason: "ExpiredProviderToken for a provider token minted 42 s ago: this machine's clock is probably wrong "
-                + "(iat 1772788200 by this clock is over an hour old by APNs's); fix the clock (NTP)", status: 403))
+        #expect(classify(age: 50 * 60, window: 50 * 60) == .refreshAuth, "answered after the boundary: the next token exists")
+        #expect(classify(age: 3, window: 50 * 60, newer: true) == .refreshAuth, "the cache holds a newer token")
+        #expect(classify(age: 3540, window: 3600) == .retry(reason: "ExpiredProviderToken", status: 403, after: .seconds(60)),
+                "APNs a minute ahead at the end of a 60-minute window")
+        #expect(classify(age: 3599, window: 3600) == .retry(reason: "ExpiredProviderToken", status: 403, after: .seconds(1)))
+        #expect(classify(age: 3539, window: 3600) == .configError(
+            reason: "ExpiredProviderToken for the current provider token (iat 1772787600, 3539 s old by this machine's clock): "
+                + "APNs's clock is at least 61 s ahead of this machine's. Every replica presents this token until its window "
+                + "ends in 61 s, so a new one cannot help: fix this machine's clock (NTP)", status: 403))
+        guard case .configError(let reason, 403) = classify(age: 42, window: 50 * 60) else {
+            Issue.record("a 42 s old current token rejected as expired must name the clock")
+            return
+        }
+        #expect(reason.contains("at least 3558 s ahead") && reason.contains("ends in 2958 s"))
     }
 
     @Test func responseParsingKeepsStatusIDsAndTimestamp() {

@@ -85,6 +85,60 @@ struct ProviderTokenTests {
         #expect(harness.simulator.stats().connectionsAccepted == 1, "curl --next must have reused one connection")
     }
 
+    /// Fleets whose replicas mint their own tokens for one key draw 429 TooManyProviderTokenUpdates even
+    /// on fresh connections: each `devicePush` is its own curl, so its own connection.
+    @Test func moreNewTokensForOneKeyThanAllowedWithin20MinutesIsTooManyUpdates() async throws {
+        let now = Mutex<Double>(1_800_000_000)
+        let harness = try SimulatorHarness(clock: { now.withLock { $0 } })
+        #expect(harness.simulator.configuration.maxNewProviderTokensPerKey == 2)
+        let start = Int(now.withLock { $0 })
+        let replicas = try [start - 30, start - 20, start - 10].map { try harness.credentials.providerToken(issuedAt: $0) }
+        func push(_ token: String) async throws -> SimulatorHarness.Response {
+            try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(token)"]))
+        }
+        #expect(try await push(replicas[0]).status == 200)
+        #expect(try await push(replicas[1]).status == 200)
+        let third = try await push(replicas[2])
+        #expect(third.status == 429)
+        #expect(third.reason == "TooManyProviderTokenUpdates")
+        #expect(third.json?["detail"] as? String == "key \(harness.credentials.keyID) already brought 2 new provider tokens into use "
+                    + "in the last 1200 s; every replica should present the same token")
+        // Tokens already in use stay welcome on any connection; the refused one was not counted.
+        #expect(try await push(replicas[0]).status == 200)
+        #expect(try await push(replicas[1]).status == 200)
+        #expect(try await push(replicas[2]).status == 429)
+        // 20 minutes after the first two came into use, the third may.
+        now.withLock { $0 += 1199 }
+        #expect(try await push(replicas[2]).status == 429)
+        now.withLock { $0 += 1 }
+        #expect(try await push(replicas[2]).status == 200)
+        #expect(harness.simulator.stats().responses["429 TooManyProviderTokenUpdates"] == 3)
+    }
+
+    @Test func theNewTokenLimitIsPerKeyAndConfigurable() async throws {
+        let second = try SimulatorCredentials.generate(keyID: "KEY0000002")
+        let harness = try SimulatorHarness(configure: { configuration in
+            configuration.keys[second.keyID] = try? second.publicKeyPEM()
+            configuration.maxNewProviderTokensPerKey = 3
+        })
+        let now = Int(Date().timeIntervalSince1970)
+        let other = SimulatorCredentials(teamID: harness.credentials.teamID, keyID: second.keyID, privateKey: second.privateKey)
+        func push(_ credentials: SimulatorCredentials, _ iat: Int) async throws -> Int {
+            let token = try credentials.providerToken(issuedAt: iat)
+            return try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(token)"])).status
+        }
+        var statuses: [Int] = []
+        for offset in 1...4 { statuses.append(try await push(harness.credentials, now - offset)) }
+        for offset in 1...3 { statuses.append(try await push(other, now - offset)) }
+        #expect(statuses == [200, 200, 200, 429, 200, 200, 200])
+
+        let unlimited = try SimulatorHarness(configure: { $0.maxNewProviderTokensPerKey = 0 })
+        for offset in 1...5 {
+            let token = try unlimited.credentials.providerToken(issuedAt: now - offset)
+            #expect(try await unlimited.devicePush(headers: unlimited.pushHeaders(["authorization": "bearer \(token)"])).status == 200)
+        }
+    }
+
     @Test func secondKeyOnSameConnectionIsUnrelated() async throws {
         let second = try SimulatorCredentials.generate(keyID: "KEY0000002")
         let harness = try SimulatorHarness(configure: { configuration in

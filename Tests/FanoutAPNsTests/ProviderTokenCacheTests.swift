@@ -4,46 +4,79 @@ import Testing
 @testable import FanoutAPNs
 import FanoutCrypto
 
-/// The one-JWT-per-key rules, with an injected clock (no sleeping).
+/// The one-JWT-per-key-for-the-fleet rules, with an injected clock (no sleeping).
 @Suite struct ProviderTokenCacheTests {
+    /// A multiple of 50 minutes (3000 s) and of 60 (3600 s): the start of a window for both intervals.
+    static let windowStart: Int64 = 1_800_000_000 - 1_800_000_000 % 18_000
     let key: P256PrivateKey
     let credentials: APNsCredentials
-    let clock = FakeUnixClock()
+    let clock = FakeUnixClock(Self.windowStart)
 
     init() throws {
         key = try P256PrivateKey.generate()
         credentials = APNsCredentials(teamID: "TEAM123456", keyID: "KEY1234567", key: key)
     }
 
-    @Test func tokenIsAValidES256JWTWithTheRightClaims() throws {
+    @Test func tokenIsAValidES256JWTWithFixedBytes() throws {
+        clock.advance(1234)
         let cache = ProviderTokenCache(now: { [clock] in clock.now })
         let token = try cache.token(for: credentials)
         let parts = token.jwt.split(separator: ".").map(String.init)
         #expect(parts.count == 3)
-        let header = try JSONSerialization.jsonObject(with: Data(Base64URL.decode(parts[0])!)) as! [String: Any]
-        let claims = try JSONSerialization.jsonObject(with: Data(Base64URL.decode(parts[1])!)) as! [String: Any]
-        #expect(header["alg"] as? String == "ES256")
-        #expect(header["kid"] as? String == "KEY1234567")
-        #expect(claims["iss"] as? String == "TEAM123456")
-        #expect((claims["iat"] as? NSNumber)?.int64Value == clock.now)
+        #expect(Base64URL.decode(parts[0]) == Array(#"{"alg":"ES256","kid":"KEY1234567"}"#.utf8))
+        #expect(Base64URL.decode(parts[1]) == Array(#"{"iss":"TEAM123456","iat":\#(Self.windowStart)}"#.utf8),
+                "iat is the window's start, not the minting time")
+        #expect(token.issuedAt == Self.windowStart)
         let signature = Base64URL.decode(parts[2])!
         #expect(signature.count == 64)
         #expect(try key.publicKey().verify(signature: signature, message: parts[0] + "." + parts[1]))
         #expect(token.authorizationHeader == "authorization: bearer " + token.jwt)
     }
 
-    @Test func oneTokenPerKeyUntilTheScheduledRefresh() throws {
+    @Test func windowsAreMultiplesOfTheIntervalFromTheEpoch() {
+        let cache = ProviderTokenCache(refreshInterval: .seconds(50 * 60))
+        #expect(cache.windowStart(at: 1_800_000_000) == 1_800_000_000 - 1_800_000_000 % 3000)
+        #expect(cache.windowStart(at: 6000) == 6000)
+        #expect(cache.windowStart(at: 8999) == 6000)
+        #expect(cache.windowStart(at: 0) == 0)
+        #expect(cache.windowStart(at: -1) == -3000)
+    }
+
+    @Test func oneTokenPerKeyThatChangesExactlyAtTheWindowBoundary() throws {
         let cache = ProviderTokenCache(refreshInterval: .seconds(50 * 60), now: { [clock] in clock.now })
         let first = try cache.token(for: credentials)
-        clock.advance(49 * 60)
-        #expect(try cache.token(for: credentials) == first)
-        clock.advance(60)
+        clock.advance(50 * 60 - 1)
+        #expect(try cache.token(for: credentials) == first, "the window's last second")
+        clock.advance(1)
         let second = try cache.token(for: credentials)
+        #expect(second.jwt != first.jwt)
+        #expect(second.issuedAt == first.issuedAt + 50 * 60)
         #expect(second.generation == first.generation + 1)
         #expect(cache.mintCount == 2)
         // A second key gets its own token.
         let other = APNsCredentials(teamID: "TEAM123456", keyID: "KEY7654321", key: try P256PrivateKey.generate())
         #expect(try cache.token(for: other).jwt != second.jwt)
+    }
+
+    /// Two workers: their own caches, their own copy of the key (loaded from the same .p8), clocks
+    /// seconds apart, started at different times in the window: one token, one boundary.
+    @Test func independentCachesWithTheSameKeyPresentIdenticalTokens() throws {
+        let pem = try key.pemPKCS8()
+        let otherCopy = APNsCredentials(teamID: "TEAM123456", keyID: "KEY1234567", key: try P256PrivateKey(pem: pem))
+        let behind = FakeUnixClock(Self.windowStart + 7)
+        let ahead = FakeUnixClock(Self.windowStart + 40 * 60)
+        let early = ProviderTokenCache(now: { [behind] in behind.now })
+        let late = ProviderTokenCache(now: { [ahead] in ahead.now })
+        let first = try early.token(for: credentials)
+        #expect(try late.token(for: otherCopy).jwt == first.jwt)
+        behind.advance(49 * 60)
+        #expect(try early.token(for: credentials).jwt == first.jwt)
+        ahead.advance(10 * 60)   // past the boundary
+        let next = try late.token(for: otherCopy)
+        #expect(next.jwt != first.jwt)
+        behind.advance(60)       // past it too
+        #expect(try early.token(for: credentials).jwt == next.jwt)
+        #expect(early.mintCount == 2 && late.mintCount == 2)
     }
 
     @Test func refreshIntervalIsClampedToAppleRange() {
@@ -52,45 +85,63 @@ import FanoutCrypto
         #expect(ProviderTokenCache().refreshInterval == 50 * 60)
     }
 
-    @Test func expiredRejectionMintsOneReplacementHoweverManyConnectionsReportIt() throws {
+    /// A request signed just before the boundary and answered after it: the resend carries the
+    /// current window's token, however many connections report the old one.
+    @Test func expiredRejectionOfAnEarlierWindowsTokenIsAResendWithTheCurrentOne() throws {
         let cache = ProviderTokenCache(now: { [clock] in clock.now })
         let first = try cache.token(for: credentials)
-        // 25 minutes old: re-minted at once, even though the schedule says 50.
-        clock.advance(25 * 60)
-        let judgement = cache.tokenRejectedAsExpired(first, for: credentials)
-        #expect(!judgement.showsWrongClock)
-        #expect(judgement.ageSeconds == 25 * 60)
+        clock.advance(50 * 60 + 2)
+        for _ in 0..<10 {
+            let judgement = cache.tokenRejectedAsExpired(first, for: credentials)
+            #expect(judgement.newerTokenExists)
+            #expect(!judgement.showsWrongClock)
+        }
         let second = try cache.token(for: credentials)
-        #expect(second.generation == first.generation + 1)
-        // Every other connection that still had the old token reports it too: no further mint.
-        for _ in 0..<10 { #expect(!cache.tokenRejectedAsExpired(first, for: credentials).showsWrongClock) }
-        #expect(try cache.token(for: credentials) == second)
+        #expect(second.issuedAt == first.issuedAt + 50 * 60)
+        #expect(cache.tokenRejectedAsExpired(first, for: credentials).newerTokenExists, "also once the cache holds it")
         #expect(cache.mintCount == 2)
     }
 
-    @Test func aRejectedFreshReplacementMeansAWrongClockAndMintsNothingMore() throws {
+    /// Within its window the rejected token is the only one any replica presents: a new one would be
+    /// the same bytes, so nothing is minted and the clock is named.
+    @Test func expiredRejectionOfTheCurrentTokenNamesTheClockAndMintsNothing() throws {
         let cache = ProviderTokenCache(now: { [clock] in clock.now })
-        let first = try cache.token(for: credentials)
-        // Rejected as expired the moment it was minted: perhaps the key's previous token, so one replacement.
-        let once = cache.tokenRejectedAsExpired(first, for: credentials)
-        #expect(!once.showsWrongClock)
-        let replacement = try cache.token(for: credentials)
-        #expect(replacement.generation == first.generation + 1)
-
-        // The replacement, 30 s old by this clock, is "over an hour old" to APNs: the clocks disagree.
+        let token = try cache.token(for: credentials)
         clock.advance(30)
-        let again = cache.tokenRejectedAsExpired(replacement, for: credentials)
-        #expect(again.showsWrongClock)
-        #expect(again.ageSeconds == 30)
-        #expect(again.issuedAt == replacement.issuedAt)
-        #expect(try cache.token(for: credentials) == replacement, "a new token would look expired too")
-        #expect(cache.mintCount == 2)
+        let judgement = cache.tokenRejectedAsExpired(token, for: credentials)
+        #expect(judgement.showsWrongClock)
+        #expect(judgement.ageSeconds == 30)
+        #expect(judgement.minimumClockLeadSeconds == 3570)
+        #expect(judgement.secondsUntilNextToken == 50 * 60 - 30)
+        #expect(try cache.token(for: credentials) == token)
+        #expect(cache.mintCount == 1)
+        // At the boundary the next token takes over as usual.
+        clock.advance(50 * 60 - 30)
+        #expect(try cache.token(for: credentials).generation == token.generation + 1)
+    }
 
-        // 20 minutes on, the replacement may be renewed once more (never more often than Apple allows).
-        clock.advance(20 * 60)
-        #expect(!cache.tokenRejectedAsExpired(replacement, for: credentials).showsWrongClock)
-        #expect(try cache.token(for: credentials).generation == replacement.generation + 1)
-        #expect(cache.mintCount == 3)
+    /// With a 60-minute window the token is an hour old at the window's end: APNs's clock a few
+    /// seconds ahead rejects it there. That is a wait for the next token, not a wrong clock.
+    @Test func expiredRejectionAtTheEndOfASixtyMinuteWindowWaitsForTheNextToken() throws {
+        let cache = ProviderTokenCache(refreshInterval: .seconds(3600), now: { [clock] in clock.now })
+        let token = try cache.token(for: credentials)
+        clock.advance(3600 - 5)
+        let judgement = cache.tokenRejectedAsExpired(token, for: credentials)
+        #expect(judgement.waitsForNextToken)
+        #expect(judgement.secondsUntilNextToken == 5)
+        #expect(APNsResponseClassifier.classify(status: 403, reason: .expiredProviderToken, rejectedProviderToken: judgement)
+                    == .retry(reason: "ExpiredProviderToken", status: 403, after: .seconds(5)))
+        clock.advance(5)
+        #expect(try cache.token(for: credentials).issuedAt == token.issuedAt + 3600)
+    }
+
+    @Test func aClockSteppingBackKeepsTheNewerToken() throws {
+        let cache = ProviderTokenCache(now: { [clock] in clock.now })
+        clock.advance(50 * 60)
+        let newer = try cache.token(for: credentials)
+        clock.advance(-120)
+        #expect(try cache.token(for: credentials) == newer)
+        #expect(cache.mintCount == 1)
     }
 
     @Test func concurrentUsersShareOneToken() async throws {

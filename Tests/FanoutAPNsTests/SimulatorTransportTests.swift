@@ -9,7 +9,8 @@ import FanoutCrypto
 /// A settable clock shared by the simulator and the provider-token cache, so JWT ageing is tested
 /// without sleeping.
 final class FakeUnixClock: Sendable {
-    private let seconds = Atomic<Int64>(Int64(Date().timeIntervalSince1970))
+    private let seconds: Atomic<Int64>
+    init(_ start: Int64 = Int64(Date().timeIntervalSince1970)) { seconds = Atomic(start) }
     var now: Int64 { seconds.load(ordering: .relaxed) }
     func advance(_ by: Int64) { seconds.add(by, ordering: .relaxed) }
 }
@@ -148,8 +149,9 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         for each in [client, otherApp, stranger] { await each.shutdown(deadline: .now + .seconds(5)) }
     }
 
-    @Test(arguments: transports) func expiredProviderTokenIsRefreshedOnceAndNeverTooOften(transport: APNsClientConfiguration.Transport) async throws {
+    @Test(arguments: transports) func providerTokenIsRefreshedAtTheWindowBoundaryAndNeverTooOften(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness()
+        harness.clock.advance(50 * 60 - harness.clock.now % (50 * 60))   // the start of a window
         let first = try harness.client(transport)
         let second = try harness.client(transport)   // a second lane: same cache, so the same JWT
         for result in try await sendAll(first, count: 50) + sendAll(second, count: 50) {
@@ -157,7 +159,7 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         }
         #expect(harness.cache.mintCount == 1, "one JWT per key for the whole process")
 
-        // 50 minutes later the scheduled refresh mints one new token; both lanes switch without 429.
+        // 50 minutes later the next window's token takes over; both lanes switch without 429.
         harness.clock.advance(50 * 60)
         for result in try await sendAll(first, count: 50) + sendAll(second, count: 50) {
             #expect(result.outcome == .delivered, "refresh must not cause TooManyProviderTokenUpdates: \(result)")

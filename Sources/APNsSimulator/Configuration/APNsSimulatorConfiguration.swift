@@ -59,6 +59,13 @@ public struct APNsSimulatorConfiguration: Sendable {
     /// A different JWT on the same connection issued (`iat`) less than this after the connection's
     /// current one is 429 TooManyProviderTokenUpdates (Apple: refresh no more than once per 20 minutes).
     public var providerTokenMinUpdateIntervalSeconds: Double = 1200
+    /// Across all connections, at most this many distinct JWTs of one key (`kid`) may come into use
+    /// within `providerTokenMinUpdateIntervalSeconds`; one more is 429 TooManyProviderTokenUpdates,
+    /// as fleets whose replicas mint their own tokens see. 0 = no per-key limit. The default 2: Apple
+    /// allows one renewal per 20 minutes, and a fleet sharing one token brings one new token per
+    /// window (20–60 minutes); with a 20-minute window, replicas' clocks seconds apart can bring two
+    /// new ones a little less than 20 minutes apart. A third new token within 20 minutes is churn.
+    public var maxNewProviderTokensPerKey: Int = 2
     /// Wall clock in UNIX seconds; injectable so tests can age JWTs without sleeping.
     public var clock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 

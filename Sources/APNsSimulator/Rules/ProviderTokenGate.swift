@@ -9,9 +9,11 @@ import Foundation
 ///   current one → 429 TooManyProviderTokenUpdates. Measured between the two tokens' `iat`, not from when
 ///   the connection first saw its token: Apple's rule is about how often the provider token is renewed
 ///   ("no more than once every 20 minutes"), so a connection opened late in a token's life may move to the
-///   next token at once; going back to an older token, or churning fresh ones, is refused.
+///   next token at once; going back to an older token, or churning fresh ones, is refused;
+/// - a token new to the connection that would be the key's one-too-many new token within 20 minutes
+///   across all connections → 429 TooManyProviderTokenUpdates (`ProviderTokenLedger`).
 ///
-/// A value type owned by one connection (one event-loop thread).
+/// A value type owned by one connection (one event-loop thread); the ledger is shared.
 struct ProviderTokenGate {
     struct Policy {
         var maxAgeSeconds: Double
@@ -40,7 +42,8 @@ struct ProviderTokenGate {
     /// - Parameter authorization: the `authorization` header value, nil when absent.
     /// - Returns: success(true) the first time a token is admitted on this connection.
     mutating func admit(
-        authorization: UnsafeBufferPointer<UInt8>?, now: Double, policy: Policy, verifier: ProviderTokenVerifier
+        authorization: UnsafeBufferPointer<UInt8>?, now: Double, policy: Policy, verifier: ProviderTokenVerifier,
+        ledger: ProviderTokenLedger
     ) -> Result<Bool, Refusal> {
         guard let authorization, !authorization.isEmpty else { return .failure(Refusal(.missingProviderToken)) }
         guard authorization.count > 7, Self.hasBearerPrefix(authorization) else {
@@ -75,6 +78,11 @@ struct ProviderTokenGate {
         if let firstKeyID, firstKeyID != verified.keyID { return .failure(Refusal(.unrelatedKeyIdInToken)) }
         if !current.isEmpty, verified.issuedAt - currentIssuedAt < policy.minUpdateIntervalSeconds {
             return .failure(Refusal(.tooManyProviderTokenUpdates))
+        }
+        if !ledger.admit(keyID: verified.keyID, jwt: jwt, issuedAt: verified.issuedAt, now: now) {
+            return .failure(Refusal(.tooManyProviderTokenUpdates,
+                                    "key \(verified.keyID) already brought \(ledger.limit) new provider tokens into use in the last "
+                                        + "\(Int(ledger.intervalSeconds)) s; every replica should present the same token"))
         }
         current = Array(jwt)
         currentIssuedAt = verified.issuedAt

@@ -43,7 +43,7 @@ extension SimulatorEngine {
         default: return .failure(Refusal(.badPath))
         }
         if let duplicate = request.duplicated { return .failure(Refusal(.duplicateHeaders, "\(duplicate) appears more than once")) }
-        let admitted = request.withValue(.authorization) { gate.admit(authorization: $0, now: now, policy: tokenPolicy, verifier: verifier) }
+        let admitted = request.withValue(.authorization) { gate.admit(authorization: $0, now: now, policy: tokenPolicy, verifier: verifier, ledger: tokenLedger) }
         var raise = false
         switch admitted {
         case .failure(let refusal): return .failure(refusal)

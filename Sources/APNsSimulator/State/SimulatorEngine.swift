@@ -11,6 +11,8 @@ final class SimulatorEngine: Sendable {
     let catalog: AppCatalog
     let verifier: ProviderTokenVerifier
     let tokenPolicy: ProviderTokenGate.Policy
+    /// Per-key new-token limit across connections (its own lock, taken only when a connection changes token).
+    let tokenLedger: ProviderTokenLedger
     let state: Mutex<SimulatorState>
 
     init(configuration: APNsSimulatorConfiguration) throws {
@@ -19,6 +21,9 @@ final class SimulatorEngine: Sendable {
         verifier = try ProviderTokenVerifier(teamID: configuration.teamID, keys: configuration.keys)
         tokenPolicy = .init(maxAgeSeconds: configuration.providerTokenMaxAgeSeconds,
                             minUpdateIntervalSeconds: configuration.providerTokenMinUpdateIntervalSeconds)
+        tokenLedger = ProviderTokenLedger(limit: configuration.maxNewProviderTokensPerKey,
+                                          intervalSeconds: configuration.providerTokenMinUpdateIntervalSeconds,
+                                          maxAgeSeconds: configuration.providerTokenMaxAgeSeconds)
         state = Mutex(SimulatorState(configuration: configuration))
     }
 
@@ -47,7 +52,7 @@ final class SimulatorEngine: Sendable {
         } else if let duplicate = request.duplicated {
             verdict = .failure(Refusal(.duplicateHeaders, "\(duplicate) appears more than once"))
         } else {
-            let admitted = request.withValue(.authorization) { gate.admit(authorization: $0, now: now, policy: tokenPolicy, verifier: verifier) }
+            let admitted = request.withValue(.authorization) { gate.admit(authorization: $0, now: now, policy: tokenPolicy, verifier: verifier, ledger: tokenLedger) }
             switch admitted {
             case .failure(let refusal): verdict = .failure(refusal)
             case .success(let first): raise = first

@@ -2,24 +2,32 @@ import APNsModel
 import Foundation
 import Synchronization
 
-/// The process-wide cache of APNs provider tokens: ONE JWT per (team, key), shared by every
-/// connection and every `APNsClient` that uses the same cache (by default `ProviderTokenCache.shared`).
+/// APNs provider tokens: ONE JWT per (team, key) for the whole fleet, not only for this process.
 ///
-/// Refreshes on a schedule (`refreshInterval`, clamped to Apple's 20–60 minutes) and once at once
-/// after `403 ExpiredProviderToken` (however many connections report the same token). When the
-/// replacement is rejected as expired too while it is younger than 20 minutes, this machine's clock
-/// is wrong: the cache mints nothing more (the rejection says so, see `RejectedProviderToken`), so
-/// no connection sees a new token more often than the 20 minutes `429 TooManyProviderTokenUpdates`
-/// punishes beyond that one replacement. Thread-safe (one Mutex).
+/// A token's `iat` is the start of the current refresh window — UNIX time floored to a multiple of
+/// `refreshInterval` (20–60 minutes, counted from the epoch) — its header and claims are written
+/// byte for byte the same way (`APNsJWT`), and its ES256 signature is deterministic (RFC 6979). So
+/// every worker that signs for a key with the same interval presents byte-identical tokens within a
+/// window and moves to the next one at the same boundary: the key sees one new token per window
+/// however many replicas, connections and `APNsClient`s there are (APNs answers churn with
+/// `429 TooManyProviderTokenUpdates`). Replicas must share `apns.jwt_refresh_interval` for this.
+/// Their clocks need only agree to within seconds: around a boundary a replica a little behind
+/// still presents the previous token, which is simply one of the two the boundary brings anyway.
+///
+/// `403 ExpiredProviderToken` cannot be answered with "mint another one" (within the window it
+/// would be the same bytes): `tokenRejectedAsExpired` says whether a newer token exists, the window
+/// is about to end, or this machine's clock is wrong (see `RejectedProviderToken`). Thread-safe
+/// (one Mutex); signing happens outside it.
 public final class ProviderTokenCache: Sendable {
     public struct Identity: Hashable, Sendable {
         public var teamID: String
         public var keyID: String
     }
 
-    /// A minted token. `generation` increases with every mint for the identity.
+    /// A minted token. `generation` increases with every window's token this cache mints for the identity.
     public struct Token: Sendable, Hashable {
         public let jwt: String
+        /// The start of the token's window (UNIX seconds), which is its `iat`.
         public let issuedAt: Int64
         public let generation: Int
         /// `authorization: bearer <jwt>`, prebuilt for the transport's header list.
@@ -31,22 +39,17 @@ public final class ProviderTokenCache: Sendable {
 
     /// Apple: no more often than every 20 minutes, no less than every 60.
     public static let minimumInterval: Int64 = RejectedProviderToken.minimumRefreshSeconds
-    public static let maximumInterval: Int64 = 60 * 60
+    public static let maximumInterval: Int64 = RejectedProviderToken.maximumAgeSeconds
 
+    /// The window length in seconds: a token's `iat` is a multiple of it.
     public let refreshInterval: Int64
     private let now: @Sendable () -> Int64
     private let sign: @Sendable (APNsCredentials, Int64) throws -> String
-    private struct State {
-        var tokens: [Identity: Token] = [:]
-        /// Per key, the newest generation APNs answered ExpiredProviderToken for (outside a wrong clock).
-        var rejectedGenerations: [Identity: Int] = [:]
-    }
-
-    private let state = Mutex(State())
+    private let tokens = Mutex<[Identity: Token]>([:])
     private let mints = Atomic<Int>(0)
 
     /// - Parameters:
-    ///   - refreshInterval: seconds between scheduled refreshes, 20–60 minutes (default 50).
+    ///   - refreshInterval: the window, clamped to 20–60 minutes (default 50).
     ///   - now: UNIX seconds; injected for tests.
     public convenience init(refreshInterval: Duration = .seconds(50 * 60),
                             now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
@@ -67,56 +70,41 @@ public final class ProviderTokenCache: Sendable {
     /// How many JWTs this cache has minted (for metrics and tests).
     public var mintCount: Int { mints.load(ordering: .relaxed) }
 
-    /// The current token for `credentials`, minting one when there is none or it is due.
+    /// The start of the window `time` falls in: `time` floored to a multiple of `refreshInterval`.
+    public func windowStart(at time: Int64) -> Int64 {
+        let remainder = time % refreshInterval
+        return time - (remainder < 0 ? remainder + refreshInterval : remainder)
+    }
+
+    /// The current window's token for `credentials`, signing it when the window is new.
+    ///
+    /// Never goes back: if this machine's clock steps back across a boundary, the newer token is kept
+    /// (returning to the older one would be one more token change on every connection).
     public func token(for credentials: APNsCredentials) throws -> Token {
         let identity = credentials.identity
-        let current = now()
-        if let token = state.withLock({ $0.tokens[identity] }), current - token.issuedAt < refreshInterval, current >= token.issuedAt {
-            return token
-        }
-        return try mint(credentials, at: current, replacingGenerationAtMost: nil)
-    }
-
-    /// APNs said `ExpiredProviderToken` to a request signed with `rejected`: judges the rejection
-    /// (see `RejectedProviderToken`) and, unless it shows a wrong clock, makes sure a newer token
-    /// exists, minting one unless another connection's report of the same token already did.
-    /// A signing failure is not reported here: the next send that needs the token reports it.
-    public func tokenRejectedAsExpired(_ rejected: Token, for credentials: APNsCredentials) -> RejectedProviderToken {
-        let identity = credentials.identity
-        let current = now()
-        let (judgement, keep) = state.withLock { state -> (RejectedProviderToken, Bool) in
-            let earlier = state.rejectedGenerations[identity]
-            let judgement = RejectedProviderToken(issuedAt: rejected.issuedAt, rejectedAt: current,
-                                                  mintedAfterEarlierRejection: earlier.map { rejected.generation > $0 } ?? false)
-            // A wrong clock makes every new token look expired as well: keep the one there is.
-            // Otherwise keep it only when a newer one exists already (another report of this token).
-            if judgement.showsWrongClock { return (judgement, true) }
-            state.rejectedGenerations[identity] = max(earlier ?? 0, rejected.generation)
-            return (judgement, (state.tokens[identity]?.generation ?? 0) > rejected.generation)
-        }
-        if !keep { _ = try? mint(credentials, at: current, replacingGenerationAtMost: rejected.generation) }
-        return judgement
-    }
-
-    private func mint(_ credentials: APNsCredentials, at issuedAt: Int64, replacingGenerationAtMost: Int?) throws -> Token {
-        // Signing happens outside the lock; two racing minters resolve below and the loser's
-        // token is discarded before anyone uses it, so every user still sees one token.
-        let jwt = try sign(credentials, issuedAt)
-        return state.withLock { state in
-            let identity = credentials.identity
-            if let existing = state.tokens[identity] {
-                let stillFresh = issuedAt - existing.issuedAt < refreshInterval && issuedAt >= existing.issuedAt
-                if let limit = replacingGenerationAtMost {
-                    if existing.generation > limit { return existing }
-                } else if stillFresh {
-                    return existing
-                }
-            }
-            let token = Token(jwt: jwt, issuedAt: issuedAt, generation: (state.tokens[identity]?.generation ?? 0) + 1,
+        let window = windowStart(at: now())
+        if let token = tokens.withLock({ $0[identity] }), token.issuedAt >= window { return token }
+        // Two racing signers make the same bytes (deterministic signature); the first stored wins.
+        let jwt = try sign(credentials, window)
+        return tokens.withLock { tokens in
+            let existing = tokens[identity]
+            if let existing, existing.issuedAt >= window { return existing }
+            let token = Token(jwt: jwt, issuedAt: window, generation: (existing?.generation ?? 0) + 1,
                               authorizationHeader: "authorization: bearer " + jwt)
-            state.tokens[identity] = token
+            tokens[identity] = token
             mints.add(1, ordering: .relaxed)
             return token
         }
+    }
+
+    /// APNs said `ExpiredProviderToken` to a request signed with `rejected`: what that means (see
+    /// `RejectedProviderToken`). Nothing is minted here: when a newer token exists, the resend's
+    /// `token(for:)` returns it; within the rejected token's window there is no other token to give.
+    public func tokenRejectedAsExpired(_ rejected: Token, for credentials: APNsCredentials) -> RejectedProviderToken {
+        let current = now()
+        let newer = tokens.withLock { ($0[credentials.identity]?.issuedAt ?? .min) > rejected.issuedAt }
+        return RejectedProviderToken(issuedAt: rejected.issuedAt, rejectedAt: current,
+                                     nextTokenAt: rejected.issuedAt + refreshInterval,
+                                     newerTokenExists: newer || windowStart(at: current) > rejected.issuedAt)
     }
 }

@@ -122,9 +122,9 @@ final class ShutdownSignal: Sendable {
 extension ConnectionGate.Completion {
     /// The gate event for an HTTP response, shared by both transports: a provider-token rejection
     /// (403 ExpiredProviderToken, InvalidProviderToken, MissingProviderToken) does not open a probing
-    /// connection. ExpiredProviderToken also goes to the token cache, whose judgement of it (a
-    /// replacement is minted, or this machine's clock is wrong) is noted on `response` for the
-    /// classifier. `providerToken` is the token the request carried and `credentials` its signer.
+    /// connection. ExpiredProviderToken also goes to the token cache, whose judgement of it (a newer
+    /// token exists, the window is about to end, or this machine's clock is wrong) is noted on
+    /// `response` for the classifier. `providerToken` is the token the request carried and `credentials` its signer.
     static func response(_ response: inout APNsHTTPResponse, credentials: APNsCredentials?,
                          providerToken: ProviderTokenCache.Token?, tokenCache: ProviderTokenCache) -> Self {
         guard response.status == 403, let reason = response.errorBody().reason else { return .response(authenticated: true) }

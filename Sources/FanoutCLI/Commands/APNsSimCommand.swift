@@ -40,6 +40,8 @@ struct APNsSimCommand: Command {
       --reject-unknown-tokens         unknown device tokens get 400 BadDeviceToken (default: accepted)
       --max-per-token-per-second <n>  more requests than this to one token in a second → 429 (default 0: no limit)
       --max-channels-per-app <n>      default 10000
+      --provider-tokens-per-key <n>   distinct JWTs one key may bring into use within 20 minutes, across all
+                                      connections; one more → 429 TooManyProviderTokenUpdates (default 2; 0: no limit)
       --delivery-log <file>           append every accepted push as a JSON line
     Faults (seeded by --seed, default 1; change at runtime with PUT /faults on the control endpoint):
       --fail-500 <fraction>  --fail-503 <fraction>  --fail-429 <fraction>  --reset <fraction>
@@ -80,6 +82,10 @@ struct APNsSimCommand: Command {
         configuration.rejectUnknownTokens = args.flag("reject-unknown-tokens")
         configuration.maxRequestsPerTokenPerSecond = try args.int("max-per-token-per-second") ?? 0
         configuration.maxChannelsPerApp = try args.int("max-channels-per-app") ?? configuration.maxChannelsPerApp
+        configuration.maxNewProviderTokensPerKey = try args.int("provider-tokens-per-key") ?? configuration.maxNewProviderTokensPerKey
+        guard configuration.maxNewProviderTokensPerKey >= 0 else {
+            throw UsageError("--provider-tokens-per-key expects 0 (no limit) or more, got \(configuration.maxNewProviderTokensPerKey)")
+        }
         configuration.deliveryLogPath = try args.option("delivery-log")
         configuration.seed = UInt64(try args.int("seed") ?? 1)
         var faults = APNsSimulatorFaults()

@@ -110,7 +110,9 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var requestTimeout: Duration
         /// A lane whose every send fails (no HTTP answer, or 5xx) for this long makes `/readyz` not ready.
         public var laneFailingAfter: Duration
-        /// Age at which the shared ES256 JWT is replaced; Apple requires 20…60 minutes.
+        /// The provider-token window; Apple requires 20…60 minutes. Every JWT's `iat` is UNIX time
+        /// floored to a multiple of it, so replicas with the same value present the same token and
+        /// replace it at the same boundary (`ProviderTokenCache`).
         public var jwtRefreshInterval: Duration
         /// The HTTP/2 implementation under every APNs client: `nghttp2` (default: PINGs idle
         /// connections, reports GOAWAY reasons and the server's stream limit, ≈5× cheaper per request) or `curl`.
