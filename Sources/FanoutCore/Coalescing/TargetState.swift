@@ -75,6 +75,8 @@ struct TargetState: Sendable {
     var busy = false
     /// Ended and scheduled in `FanoutEngine.endedRetention` to be forgotten.
     var retentionScheduled = false
+    /// Listed in its lane's `laneWaiting` queue (ready to send while the lane was full).
+    var waitingForLane = false
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
     var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0

@@ -55,6 +55,10 @@ public struct EngineConfiguration: Sendable {
     public var maxInFlightPerLane = 2_000
     public var maxIncompletePerLane = 200_000
     public var resumeRatio = 0.5
+    /// Per lane (`Lane.slot`): sends the worker can carry at once — its APNs client's streams plus its
+    /// queue. A target ready to send when its lane is full waits its turn (`laneWaiting`) instead of
+    /// being handed to a client that would refuse it and send it into a retry backoff.
+    public var sendCapacityPerLane: [Int] = [.max, .max]
 
     /// How often `tick` emits `.commit` with the commit points that moved; nil: never (the owner
     /// calls `commitPoints()` itself, as tests and benchmarks do).
@@ -114,6 +118,7 @@ extension EngineConfiguration {
         try require(maxInFlightPerPartition > 1, "max_in_flight_per_partition", "must be above 1")
         try require(maxIncompletePerLane > 1, "max_pending_targets", "must be above 1")
         try require(maxInFlightPerLane > 1, "max_in_flight", "must be above 1")
+        try require(sendCapacityPerLane.count == 2 && sendCapacityPerLane.allSatisfy { $0 >= 1 }, "send_capacity", "needs one capacity of at least 1 per lane")
         try require(resumeRatio > 0 && resumeRatio < 1, "resume_ratio", "must be between 0 and 1 (exclusive)")
         try require(commitInterval.map { $0 > 0 } ?? true, "commit_interval", "must be positive")
         try require(revokeDrainTimeout >= 0, "revoke_drain_timeout", "must not be negative")

@@ -8,7 +8,10 @@ extension FanoutEngine {
         totalInFlight -= 1
         // A send of a forgotten partition was removed from `inFlight` then: this one's partition is ours.
         partitions[Int(send.partitionSlot)]!.inFlight -= 1
-        laneInFlight[partitions[Int(send.partitionSlot)]!.lane.slot] -= 1
+        let laneSlot = partitions[Int(send.partitionSlot)]!.lane.slot
+        laneInFlight[laneSlot] -= 1
+        // Last: the target waiting longest for room in the lane goes once this outcome is handled.
+        defer { admitWaiting(laneSlot, now: now, into: &actions) }
         // Decided first, acted on last: a closing partition whose last send this was is drained after
         // the outcome's own actions (its feedback or dead letter holds the drain until acknowledged).
         defer { if partitions[Int(send.partitionSlot)]?.phase == .closing { drainIfDone(send.partitionSlot, now: now, into: &actions) } }

@@ -119,6 +119,15 @@ extension FanoutEngine {
             environment = record.environment
         }
         guard now >= earliest else { return arm(slot, at: earliest, now: now) }
+        let laneSlot = targets[index].lane.slot
+        guard laneInFlight[laneSlot] < configuration.sendCapacityPerLane[laneSlot] else {
+            // Every rule allows the send but the worker's client is full: wait for a send of the lane to end.
+            if !targets[index].waitingForLane {
+                targets[index].waitingForLane = true
+                laneWaiting[laneSlot].push(slot, incarnation: targets[index].incarnation)
+            }
+            return
+        }
 
         let priority: Int
         if case let .pushToStartToken(token) = destination {

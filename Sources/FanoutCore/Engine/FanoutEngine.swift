@@ -71,6 +71,9 @@ public struct FanoutEngine: Sendable {
     /// Per lane (`Lane.slot`): incomplete offsets and sends in flight (backpressure measures).
     var laneIncomplete = [0, 0]
     var laneInFlight = [0, 0]
+    /// Per lane: targets ready to send while the lane was at `sendCapacityPerLane`, in arrival order,
+    /// as (slot, incarnation); at most one live entry per target (`waitingForLane`).
+    var laneWaiting: [SlotQueue] = [SlotQueue(), SlotQueue()]
     var nextAssignment: UInt64 = 1
     /// Partitions in `closing` (so `tick` looks for overdue drains only when there are some).
     var closingCount = 0
@@ -253,6 +256,7 @@ public struct FanoutEngine: Sendable {
             evaluate(top.slot, now: now, into: &actions)
         }
         probePausedApps(now: now, into: &actions)
+        admitWaitingInEveryLane(now: now, into: &actions)
         drainOverdue(now: now, into: &actions)
         commitIfDue(now: now, into: &actions)
         reportFailingLanes(now: now, into: &actions)

@@ -97,6 +97,9 @@ struct WorkerSettings: Sendable {
         e.maxIncompletePerPartition = c.backpressure.maxPendingPerPartition
         e.maxInFlightPerPartition = c.backpressure.maxInFlight
         e.maxInFlightPerLane = c.backpressure.maxInFlight
+        // What one APNs client of each lane carries at once: its requests in flight plus its queue (a
+        // lane has a client per environment; the engine holds the lane to one client's share).
+        e.sendCapacityPerLane = [c.apns.activity, c.apns.broadcast].map { lane in lane.maxInFlight + max(1, lane.maxQueued) }
         e.maxIncompletePerLane = c.backpressure.maxPendingTargets
         e.resumeRatio = c.backpressure.resumeRatio
         e.commitInterval = nanoseconds(c.kafka.commitInterval)

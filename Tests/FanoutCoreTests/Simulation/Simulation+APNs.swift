@@ -8,6 +8,19 @@ extension Simulation {
     static let ambiguousTimeoutDelivery = 0.25
     static let ambiguousConnectionLossDelivery = 0.1
 
+    /// The worker's client of a lane carries at most `sendCapacityPerLane` sends of the partitions it
+    /// owns now (sends of a revoked or lost partition were given up by the engine).
+    mutating func checkLaneCapacity(_ request: SendRequest) throws {
+        let capacity = configuration.sendCapacityPerLane[request.lane == .activity ? 0 : 1]
+        guard capacity < .max else { return }
+        let carried = flights.values.filter { flight in
+            flight.request.lane == request.lane && assigned.contains(flight.request.partition)
+                && flight.epoch == epoch[flight.request.partition, default: 0]
+        }.count
+        if carried >= capacity { throw fail("lane \(request.lane) carries \(carried + 1) sends, past its capacity \(capacity)") }
+        if carried + 1 == capacity { stats.laneFull += 1 }
+    }
+
     /// Carries out the engine's actions as the worker would, checking each send against the rules.
     mutating func handle(_ actions: inout [EngineAction]) throws {
         defer { actions.removeAll(keepingCapacity: true) }
@@ -16,6 +29,7 @@ extension Simulation {
             case let .send(request):
                 try checkLifecycle(request)
                 try checkSend(request)
+                try checkLaneCapacity(request)
                 if !closing.isEmpty && !closing.contains(request.partition) { stats.sendsWhileClosing += 1 }
                 stats.sends += 1
                 if request.priority == 10 { stats.priority10 += 1 }

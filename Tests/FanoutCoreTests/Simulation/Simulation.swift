@@ -108,6 +108,8 @@ struct Simulation {
         configuration.commitInterval = random.chance(0.7) ? random.between(200, 3_000) * 1_000_000 : nil
         configuration.broadcastExpirationImmediate = random.chance(0.5)
         configuration.revokeDrainTimeout = random.between(200, 5_000) * 1_000_000
+        // Now and then a worker whose APNs clients carry only a few sends at once per lane.
+        if random.chance(0.3) { configuration.sendCapacityPerLane = [1 + random.below(8), 1 + random.below(4)] }
         engine = FanoutEngine(configuration: configuration)
         workload = SimulatedWorkload(random: &random, start: start, horizon: horizon)
         nextRevokeAt = start + random.between(5, 120) * 1_000_000_000

@@ -30,6 +30,8 @@ struct SimulationStats: CustomStringConvertible {
     var crashes = 0
     /// Pushes that reached a device while Fanout saw a failure (written, answer lost).
     var ambiguousDeliveries = 0
+    /// Sends that filled their lane to its capacity (the engine held the next ones back).
+    var laneFull = 0
     /// Ends dead-lettered because their activity may have started and no activity token arrived.
     var endsOfPossiblyStartedDeadLettered = 0
     /// Ended targets the engine forgot after `endedRetention` (the invariants held across it).
@@ -72,6 +74,7 @@ struct SimulationStats: CustomStringConvertible {
         revokes += other.revokes
         crashes += other.crashes
         ambiguousDeliveries += other.ambiguousDeliveries
+        laneFull += other.laneFull
         endsOfPossiblyStartedDeadLettered += other.endsOfPossiblyStartedDeadLettered
         endedForgotten += other.endedForgotten
         drops.merge(other.drops, uniquingKeysWith: +)
@@ -83,7 +86,7 @@ struct SimulationStats: CustomStringConvertible {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
             + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) losses=\(losses) revokesInFlight=\(revokesWithSendsInFlight) "
             + "sendsWhileClosing=\(sendsWhileClosing) commits=\(commits) refused=\(commitsRefused) unanswered=\(commitsUnanswered) "
-            + "lookups=\(lookups) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) "
+            + "lookups=\(lookups) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) laneFull=\(laneFull) "
             + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) endedForgotten=\(endedForgotten) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }

@@ -42,6 +42,7 @@ import Testing
             #expect(total.feedback > 0 && total.pauses > 0 && total.resumes > 0 && total.crashes > 0)
             #expect(total.outcomes["retry", default: 0] > 0 && total.deadLetters["no-token", default: 0] > 0)
             #expect(total.ambiguousDeliveries > 0 && total.endsOfPossiblyStartedDeadLettered > 0 && total.endedForgotten > 0)
+            #expect(total.laneFull > 0, "no run filled a lane to its send capacity")
             #expect(Set(total.drops.keys).isSuperset(of: ["duplicate-id", "not-newer", "after-end", "ended-before-start"]))
             // The worker's decisions (issue 11): rebalances with sends in flight and losses, sends going on
             // elsewhere meanwhile, commits refused and unanswered, stale token catch-ups, channel
