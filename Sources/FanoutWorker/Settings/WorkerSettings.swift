@@ -97,9 +97,10 @@ struct WorkerSettings: Sendable {
         e.maxIncompletePerPartition = c.backpressure.maxPendingPerPartition
         e.maxInFlightPerPartition = c.backpressure.maxInFlight
         e.maxInFlightPerLane = c.backpressure.maxInFlight
-        // What one APNs client of each lane carries at once: its requests in flight plus its queue (a
-        // lane has a client per environment; the engine holds the lane to one client's share).
-        e.sendCapacityPerLane = [c.apns.activity, c.apns.broadcast].map { lane in lane.maxInFlight + max(1, lane.maxQueued) }
+        // What one APNs client of each lane surely takes at once: its queue (a lane has a client per
+        // environment; the engine holds the lane to one client's share). The streams in flight come on
+        // top only when the server allows all of them, so they are not counted.
+        e.sendCapacityPerLane = [c.apns.activity, c.apns.broadcast].map { lane in max(1, lane.maxQueued) }
         e.maxIncompletePerLane = c.backpressure.maxPendingTargets
         e.resumeRatio = c.backpressure.resumeRatio
         e.commitInterval = nanoseconds(c.kafka.commitInterval)
