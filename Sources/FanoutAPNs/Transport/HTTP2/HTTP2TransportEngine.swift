@@ -21,7 +21,8 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     /// The transport's epoll set; `wakeToken` aside, a connection's token is its index + 1.
     private let events: SocketEventSet
     private let resolver: HTTP2Resolver
-    private let sink = HTTP2CompletionSink()
+    /// Internal for the tests that report ends directly.
+    let sink = HTTP2CompletionSink()
     private let connections: [HTTP2ClientConnection]
     private var dispatcher: Dispatcher<HTTP2ClientConnection>
     private let readBuffer: UnsafeMutableRawBufferPointer
