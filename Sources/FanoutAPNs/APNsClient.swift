@@ -43,9 +43,11 @@ public final class APNsClient: Sendable {
         public var pingsAcknowledged: Int
         public var serverMaxConcurrentStreams: Int?
         public var lastGoAway: GoAway?
-        /// `.nghttp2` only: a request's end reported again after it completed, and ignored. Always 0
-        /// unless nghttp2 calls back for a stream it was told to forget; never completes twice.
-        public var duplicateEnds: Int = 0
+        /// End reports (a response, reset, failure or timeout of one dispatch) that matched no request
+        /// in flight: each dispatch carries a ticket never reused, and a report completes only the
+        /// request holding its ticket, so a stale one completes nothing and is counted here. Should
+        /// stay 0; anything else is a transport bug worth a metric and an alert, never a lost or doubled completion.
+        public var unmatchedEnds: Int = 0
     }
 
     /// A GOAWAY frame as received: the HTTP/2 error code (0 is NO_ERROR), the last stream the server
@@ -140,7 +142,7 @@ public final class APNsClient: Sendable {
               pingsAcknowledged: counters.pingsAcknowledged.load(ordering: .relaxed),
               serverMaxConcurrentStreams: Optional(counters.serverMaxConcurrentStreams.load(ordering: .relaxed)).flatMap { $0 < 0 ? nil : $0 },
               lastGoAway: counters.lastGoAway.withLock { $0 },
-              duplicateEnds: counters.duplicateEnds.load(ordering: .relaxed))
+              unmatchedEnds: counters.unmatchedEnds.load(ordering: .relaxed))
     }
 
     static func result(for error: APNsClientError) -> APNsResult {

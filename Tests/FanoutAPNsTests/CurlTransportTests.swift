@@ -88,7 +88,7 @@ import Testing
 
         let waitFDs = UnsafeMutablePointer<curl_waitfd>.allocate(capacity: 16)
         defer { waitFDs.deallocate() }
-        var done: [(CurlTransfer, CURLcode)] = []
+        var done: [CurlEnd] = []
         var watched: [Int32] = []
         for _ in 0..<50 where watched.isEmpty {
             connection.perform(into: &done)

@@ -217,7 +217,9 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
     @Test(arguments: transports) func tenThousandConcurrentSends(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness()
         let client = try harness.client(transport, connections: 2, maxInFlight: 1000, maxQueued: 10_000)
-        let results = try await sendAll(client, count: 10_000) { n in String(format: "%064x", n) }
+        let count = 10_000
+        let token = { (n: Int) in String(format: "%064x", n) }
+        let results = try await sendAll(client, count: count, token: token)
         // libcurl 7.88 occasionally loses a multiplexed connection under this load (curl 16/55/56, seen
         // in the plain-C ceiling program too); those requests must come back as transport retries.
         let unexpected = results.filter { result in
@@ -226,6 +228,14 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
             return true
         }
         #expect(unexpected.isEmpty, "\(unexpected.count) unexpected outcomes, e.g. \(unexpected.prefix(3))")
+        // Completing is not enough: a transport that failed everything as retry would pass the above.
+        // At least 99 % must be delivered, and each one the client saw delivered is in the server's log.
+        let delivered = Set(results.indices.filter { results[$0].outcome == .delivered }.map(token))
+        #expect(delivered.count * 100 >= count * 99, "only \(delivered.count) of \(count) delivered; \(client.stats)")
+        let logged = Set(harness.simulator.deliveries().compactMap(\.token))
+        #expect(delivered.isSubset(of: logged), "\(delivered.subtracting(logged).count) reported delivered but not in the delivery log")
+        #expect(harness.simulator.stats().accepted * 100 >= count * 99, "\(harness.simulator.stats())")
+        #expect(client.stats.unmatchedEnds == 0)
         await client.shutdown(deadline: .now + .seconds(5))
     }
 }

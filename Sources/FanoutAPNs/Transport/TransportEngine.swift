@@ -88,8 +88,8 @@ final class APNsClientCounters: Sendable {
     /// nghttp2 transport only: PING ACKs received, the latest server stream limit (-1: none yet),
     /// and the latest GOAWAY.
     let pingsAcknowledged = Atomic<Int>(0)
-    /// Stream ends reported for a request already completed, and ignored (should stay 0).
-    let duplicateEnds = Atomic<Int>(0)
+    /// End reports whose ticket matched no request in flight, and completed nothing (should stay 0).
+    let unmatchedEnds = Atomic<Int>(0)
     let serverMaxConcurrentStreams = Atomic<Int>(-1)
     let lastGoAway = Mutex<APNsClient.GoAway?>(nil)
 }

@@ -57,7 +57,7 @@ final class CurlConnection: PooledConnection {
     }
 
     /// Drives libcurl and collects finished transfers with their result codes.
-    func perform(into done: inout [(CurlTransfer, CURLcode)]) {
+    func perform(into done: inout [CurlEnd]) {
         multi.perform()
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi.handle, &remaining) {
@@ -66,7 +66,7 @@ final class CurlConnection: PooledConnection {
             _ = fanout_curl_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &context)
             guard let context else { continue }
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-            done.append((transfer, message.pointee.data.result))
+            done.append(CurlEnd(transfer: transfer, ticket: transfer.carried.ticket, outcome: .finished(message.pointee.data.result)))
         }
     }
 

@@ -22,7 +22,8 @@ final class CurlTransfer {
     private var bodyOverflow = false
 
     // The request on this slot.
-    var completion: (@Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void)?
+    /// The request on this slot and its dispatch ticket; every end report must carry that ticket.
+    var carried = CarriedRequest()
     var credentials: APNsCredentials?
     /// The provider token the request carries (the cache judges a rejection of it).
     var providerToken: ProviderTokenCache.Token?
@@ -31,6 +32,9 @@ final class CurlTransfer {
     var slot = -1
     /// The connection gate's epoch when this request was sent.
     var gateEpoch = 0
+    /// Dispatch time + request timeout: the engine's own deadline (libcurl never times out a transfer
+    /// parked waiting for its connection).
+    var deadline = ContinuousClock.now
 
     init(configuration: APNsClientConfiguration) throws(APNsClientError) {
         easy = try CurlEasy()
@@ -50,7 +54,9 @@ final class CurlTransfer {
         try easy.set(CURLOPT_PIPEWAIT, 1)
         try easy.set(CURLOPT_NOSIGNAL, 1)
         try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
-        try easy.set(CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
+        // A backstop only: the engine's own deadline (`deadline`) ends a request at requestTimeout, parked
+        // or not, so libcurl's comes a second later and normally never fires.
+        try easy.set(CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds) + 1000)
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         // Long-lived connections: never let libcurl retire an idle connection on its own (default 118 s).
         try easy.set(CURLOPT_MAXAGE_CONN, 7 * 24 * 3600)

@@ -4,6 +4,19 @@ import CCurlShim
 import Foundation
 import Synchronization
 
+/// How one dispatch on the libcurl transport ended, with the ticket it was dispatched with.
+struct CurlEnd {
+    enum Outcome {
+        case finished(CURLcode)
+        /// The engine's own request deadline passed (`CurlTransportEngine.expireDeadlines`).
+        case timedOut
+    }
+
+    let transfer: CurlTransfer
+    let ticket: DispatchTicket?
+    let outcome: Outcome
+}
+
 /// The transport thread's state and loop: takes submissions, spreads them over the connection pool
 /// within every bound, drives libcurl, and completes each request exactly once.
 ///
@@ -21,10 +34,14 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
     private var dispatcher: Dispatcher<CurlConnection>
     private var idleTransfers: [CurlTransfer] = []
     private var inFlight = 0
+    private var tickets = DispatchTicketIssuer()
+    /// Every dispatched transfer's deadline, in dispatch order (see `DeadlineQueue`).
+    private var deadlines = DeadlineQueue<CurlTransfer>()
+    private var expired: [DeadlineQueue<CurlTransfer>.Entry] = []
     private let clock = ContinuousClock()
     private let baseURL: String
     private var batch: [Submission] = []
-    private var done: [(CurlTransfer, CURLcode)] = []
+    private var done: [CurlEnd] = []
     private var waitFDs: UnsafeMutablePointer<curl_waitfd>
     private let waitFDCapacity = 256
 
@@ -66,13 +83,20 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             for connection in connections where connection.inFlight > 0 {
                 connection.perform(into: &done)
             }
-            let completedSome = !done.isEmpty
+            var completedSome = !done.isEmpty
             if completedSome { completeFinished() }
+            // After libcurl's own ends are completed, so a transfer that finished in this pass is not
+            // also reported as timed out (the second report would match nothing).
+            let moreDue = expireDeadlines(now: now)
+            if !done.isEmpty {
+                completedSome = true
+                completeFinished()
+            }
             if closed && inFlight == 0 && queue.count == 0 { break }
             publishCounters()
             // Completions freed capacity: dispatch again before sleeping, or queued work would wait
             // for the poll timeout.
-            if completedSome || (spare && queue.count > 0) { continue }
+            if completedSome || moreDue || (spare && queue.count > 0) { continue }
             sleep(now: now, deadline: deadline, canTakeMore: spare)
         }
         publishCounters()
@@ -85,19 +109,18 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             let transfer = try idleTransfers.popLast() ?? CurlTransfer(configuration: configuration)
             try transfer.prepare(submission.request, url: baseURL + submission.request.path,
                                  authorization: token.authorizationHeader)
-            transfer.completion = submission.completion
-            transfer.credentials = submission.credentials
-            transfer.providerToken = token
             do {
                 try connection.add(transfer)
             } catch {
-                // Pooled slots hold no request: drop the completion and credentials before pooling.
-                transfer.completion = nil
-                transfer.credentials = nil
-                transfer.providerToken = nil
                 idleTransfers.append(transfer)
                 throw error
             }
+            let ticket = tickets.issue()
+            transfer.carried.begin(ticket, completion: submission.completion)
+            transfer.credentials = submission.credentials
+            transfer.providerToken = token
+            transfer.deadline = now + configuration.requestTimeout
+            deadlines.append(transfer, ticket: ticket, deadline: transfer.deadline)
             transfer.gateEpoch = connection.gate.dispatched(now: now)
             inFlight += 1
         } catch {
@@ -105,31 +128,54 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
         }
     }
 
+    /// Completes every end in `done` whose ticket matches the request its transfer carries; counts the
+    /// others in `unmatchedEnds` and leaves their transfer alone.
     private func completeFinished() {
         let now = clock.now
-        for (transfer, code) in done {
+        for end in done {
+            let transfer = end.transfer
+            guard let ticket = end.ticket, let completion = transfer.carried.take(ticket) else {
+                counters.unmatchedEnds.add(1, ordering: .relaxed)
+                continue
+            }
             let connection = connections[transfer.connectionIndex]
             connection.remove(transfer)
             inFlight -= 1
-            var response = transfer.finish(code)
-            let completion = transfer.completion
-            let credentials = transfer.credentials
-            let providerToken = transfer.providerToken
-            transfer.completion = nil
+            var response: APNsHTTPResponse
+            let event: ConnectionGate.Completion
+            switch end.outcome {
+            case .finished(let code):
+                response = transfer.finish(code)
+                event = Self.gateEvent(code: code, response: &response, credentials: transfer.credentials,
+                                       providerToken: transfer.providerToken, tokenCache: configuration.tokenCache)
+            case .timedOut:
+                _ = transfer.finish(CURLE_OPERATION_TIMEDOUT)   // drops what arrived of the response
+                response = APNsHTTPResponse(status: nil, transportFailure: "transport: no response within \(configuration.requestTimeout) (request timeout) [curl]")
+                event = .transportFailure
+            }
             transfer.credentials = nil
             transfer.providerToken = nil
             idleTransfers.append(transfer)
-
-            let event = Self.gateEvent(code: code, response: &response, credentials: credentials, providerToken: providerToken,
-                                       tokenCache: configuration.tokenCache)
-            connection.gate.completed(event,
-                                      epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
+            connection.gate.completed(event, epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
             counters.completed.add(1, ordering: .relaxed)
             counters.inFlight.store(inFlight, ordering: .relaxed)   // exact when the completion runs
-            completion?(.success(response))
+            completion(.success(response))
         }
         done.removeAll(keepingCapacity: true)
     }
+
+    /// The transport's own request deadline: libcurl's CURLOPT_TIMEOUT_MS does not cover a transfer
+    /// parked waiting for its connection (libcurl 7.88 with MAX_HOST_CONNECTIONS=1 and PIPEWAIT), which
+    /// would otherwise wait forever. Adds the expired transfers to `done`; at most `deadlineScanLimit`
+    /// entries per call. Returns whether more may be due now.
+    private func expireDeadlines(now: ContinuousClock.Instant) -> Bool {
+        expired.removeAll(keepingCapacity: true)
+        let more = deadlines.popExpired(now: now, limit: Self.deadlineScanLimit, isCarried: { $0.carried.ticket == $1 }, into: &expired)
+        for entry in expired { done.append(CurlEnd(transfer: entry.element, ticket: entry.ticket, outcome: .timedOut)) }
+        return more
+    }
+
+    static let deadlineScanLimit = 1024
 
     /// What a finished transfer means for its connection's gate. Only CURLE_HTTP2_STREAM (one stream
     /// reset, RST_STREAM) leaves the connection usable; it neither opens a probing connection (no
@@ -149,6 +195,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             if let curl = connection.curlTimeout { timeout = min(timeout, curl) }
             if let until = connection.gate.backoffDeadline { timeout = min(timeout, Self.milliseconds(until - now)) }
         }
+        if let earliest = deadlines.earliestDeadline { timeout = min(timeout, Self.milliseconds(earliest - now)) }
         if let deadline { timeout = min(timeout, Self.milliseconds(deadline - now)) }
         if timeout <= 0 { return }
         var count = 0
@@ -176,12 +223,14 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             for transfer in connection.transfers {
                 connection.remove(transfer)
                 inFlight -= 1
-                let completion = transfer.completion
-                transfer.completion = nil
                 transfer.credentials = nil
                 transfer.providerToken = nil
                 idleTransfers.append(transfer)
-                completion?(.success(APNsHTTPResponse(status: nil, transportFailure: reason)))
+                guard let ticket = transfer.carried.ticket, let completion = transfer.carried.take(ticket) else {
+                    counters.unmatchedEnds.add(1, ordering: .relaxed)
+                    continue
+                }
+                completion(.success(APNsHTTPResponse(status: nil, transportFailure: reason)))
             }
         }
         queue.failRemaining(reason: "client shut down before the request was sent", scratch: &batch)

@@ -11,9 +11,12 @@ extension HTTP2ClientConnection: HTTP2SessionDelegate {
     private func stream(_ streamID: Int32) -> HTTP2Stream? {
         guard let session, let context = session.streamContext(streamID) else { return nil }
         let stream = unsafeDowncast(context, to: HTTP2Stream.self)
-        // A context nghttp2 kept after we let the object go (it may already carry another request, on
-        // another stream id): that request is not this stream's.
-        guard stream.isActive, stream.streamID == streamID else { return nil }
+        // A context nghttp2 kept after we let the object go: it may already carry another request, on
+        // another connection with the same stream id. Only a stream on this connection's wire list, at
+        // its slot, with this id, is this stream's request (ids are not reused within one session).
+        guard stream.streamID == streamID, stream.slot >= 0, stream.slot < streams.count, streams[stream.slot] === stream else {
+            return nil
+        }
         return stream
     }
 
@@ -98,7 +101,7 @@ extension HTTP2ClientConnection: HTTP2SessionDelegate {
         } else {
             end = .streamFailed("HTTP/2 stream closed without a complete response (\(errorCode.name))")
         }
-        sink.ended.append((stream, end))
+        sink.report(stream, end)
     }
 
     func requestNotSent(streamID: Int32, error: HTTP2Error) {
@@ -110,9 +113,9 @@ extension HTTP2ClientConnection: HTTP2SessionDelegate {
         session?.clearStreamContext(streamID)
         removeFromWire(stream)
         if let goAway {
-            sink.ended.append((stream, .transportFailed("not sent: the server sent \(goAway); retry on a new connection")))
+            sink.report(stream, .transportFailed("not sent: the server sent \(goAway); retry on a new connection"))
         } else {
-            sink.ended.append((stream, .streamFailed("HTTP/2 request not sent (\(error.reason))")))
+            sink.report(stream, .streamFailed("HTTP/2 request not sent (\(error.reason))"))
         }
     }
 

@@ -25,15 +25,16 @@ extension HTTP2ClientConnection {
         }
         guard now >= nextStreamScan, inFlight > 0 else { return }
         nextStreamScan = now + Self.streamScanInterval
+        // Terminates by construction: each step either moves on or takes the stream at `index` off the
+        // wire by its position (which cannot fail), so the list shrinks.
         var index = 0
         while index < streams.count {
-            let stream = streams[index]
-            if now >= stream.deadline { timeOut(stream) } else { index += 1 }
+            if now >= streams[index].deadline { timeOut(at: index) } else { index += 1 }
         }
         // Pending streams wait for the connect, which times out before them unless connectTimeout is the longer one.
         while let first = pending.first, now >= first.deadline {
             pending.removeFirst()
-            sink.ended.append((first, .transportFailed("no response within \(settings.requestTimeout) (request timeout)")))
+            sink.report(first, .transportFailed("no response within \(settings.requestTimeout) (request timeout)"))
         }
     }
 
@@ -56,23 +57,31 @@ extension HTTP2ClientConnection {
         return next
     }
 
-    private func timeOut(_ stream: HTTP2Stream) {
+    private func timeOut(at index: Int) {
+        let stream = streams[index]
         if let session {
             session.clearStreamContext(stream.streamID)
             try? session.submitReset(streamID: stream.streamID, errorCode: .cancel)
             isDirty = true
         }
-        removeFromWire(stream)
-        sink.ended.append((stream, .transportFailed("no response within \(settings.requestTimeout) (request timeout)")))
+        removeFromWire(at: index)
+        sink.report(stream, .transportFailed("no response within \(settings.requestTimeout) (request timeout)"))
     }
 
+    /// Takes `stream` off the wire list if it is there at its slot (callbacks find it so).
     func removeFromWire(_ stream: HTTP2Stream) {
         let slot = stream.slot
         guard slot >= 0, slot < streams.count, streams[slot] === stream else { return }
+        removeFromWire(at: slot)
+    }
+
+    /// Takes the stream at `index` off the wire list (swapping the last one into its place).
+    func removeFromWire(at index: Int) {
+        let stream = streams[index]
         let last = streams.removeLast()
-        if slot < streams.count {
-            streams[slot] = last
-            last.slot = slot
+        if index < streams.count {
+            streams[index] = last
+            last.slot = index
         }
         stream.slot = -1
     }

@@ -111,7 +111,7 @@ final class HTTP2ClientConnection: PooledConnection {
             open(now: now)
         case .draining:
             // capacity() is 0 while draining, so the engine never gets here; never lose the request.
-            sink.ended.append((stream, .streamFailed("connection is going away (internal)")))
+            sink.report(stream, .streamFailed("connection is going away (internal)"))
         }
     }
 
@@ -122,7 +122,7 @@ final class HTTP2ClientConnection: PooledConnection {
         do {
             streamID = try session.submitRequest(&headers.block, hasBody: !stream.request.body.isEmpty, context: stream)
         } catch {
-            sink.ended.append((stream, .transportFailed("cannot start an HTTP/2 stream: \(error.reason)")))
+            sink.report(stream, .transportFailed("cannot start an HTTP/2 stream: \(error.reason)"))
             return
         }
         stream.streamID = streamID
@@ -208,7 +208,25 @@ final class HTTP2ClientConnection: PooledConnection {
             return fail("HTTP/2 error: \(reason)", now: now)
         }
         watch(writable: readWaitsForWritable)
+        if closeIfSessionEnded(now: now) { return }
         if state == .draining && streams.isEmpty { closeQuietly() }
+    }
+
+    /// nghttp2 wants neither to read nor to write: the session is over, whatever the socket says (it
+    /// sent a GOAWAY for an error it found, or GOAWAYs were exchanged). Left open it would look ready
+    /// while its streams waited for the request timeout and new requests failed at once without
+    /// backoff. A GOAWAY the server sent, drained of our requests, closes quietly; anything else is a
+    /// connection failure: in-flight requests fail as retry and the gate backs off before reconnecting.
+    /// Called once nghttp2's output is written (after which `wantsWrite` is its last word).
+    private func closeIfSessionEnded(now: ContinuousClock.Instant) -> Bool {
+        guard let session, !session.wantsRead, !session.wantsWrite else { return false }
+        if goAway != nil, inFlight == 0 {
+            closeQuietly()
+        } else {
+            fail("nghttp2 ended the HTTP/2 session with \(settings.endpoint.authority)" + (goAway.map { " after \($0)" } ?? " (an error it found in what the server sent)"),
+                 now: now)
+        }
+        return true
     }
 
     func watch(writable: Bool) {
@@ -226,14 +244,14 @@ final class HTTP2ClientConnection: PooledConnection {
         gate.completed(.transportFailure, epoch: gate.epoch, now: now, jitter: Double.random(in: 0...1))
         let lost = streams + pending
         teardown()
-        for stream in lost { sink.ended.append((stream, .transportFailed(reason))) }
+        for stream in lost { sink.report(stream, .transportFailed(reason)) }
     }
 
     /// Fails everything as `reason` without touching the gate (shutdown deadline).
     func abort(_ reason: String) {
         let lost = streams + pending
         teardown()
-        for stream in lost { sink.ended.append((stream, .transportFailed(reason))) }
+        for stream in lost { sink.report(stream, .transportFailed(reason)) }
     }
 
     /// Closes a connection that has nothing in flight (drained GOAWAY, server closed it, shutdown).
@@ -241,7 +259,7 @@ final class HTTP2ClientConnection: PooledConnection {
         let lost = streams + pending
         teardown()
         gate.connectionClosed()
-        for stream in lost { sink.ended.append((stream, .transportFailed("connection closed"))) }
+        for stream in lost { sink.report(stream, .transportFailed("connection closed")) }
     }
 
     /// Frees the session, TLS and socket; forgets the streams (the callers complete them).

@@ -14,15 +14,15 @@ final class HTTP2Stream {
     /// Set when the client itself ends the stream (response body over the limit; the response
     /// completes with this as its note).
     var localFailure: String?
-    var completion: (@Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void)?
+    /// The request on this object and its dispatch ticket; every end report must carry that ticket.
+    var carried = CarriedRequest()
     var credentials: APNsCredentials?
     /// The provider token the request carries (the cache judges a rejection of it).
     var providerToken: ProviderTokenCache.Token?
     var gateEpoch = 0
     var connectionIndex = 0
-    /// True from dispatch until the completion ran: the engine ends a stream only while it is active,
-    /// so a second report of the same end can never complete (or pool) the object twice.
-    var isActive = false
+    /// True from dispatch until the completion was taken.
+    var isActive: Bool { carried.ticket != nil }
     var streamID: Int32 = 0
     /// Position in the connection's on-the-wire list; -1 when not on the wire.
     var slot = -1
@@ -39,10 +39,8 @@ final class HTTP2Stream {
         bodyOffset = 0
         response = APNsHTTPResponse(status: nil)
         localFailure = nil
-        completion = nil
         credentials = nil
         providerToken = nil
-        isActive = false
         streamID = 0
         slot = -1
     }
@@ -59,8 +57,21 @@ enum HTTP2StreamEnd {
 }
 
 /// Streams that ended during I/O, handed to the engine, which completes them outside nghttp2's callbacks.
+///
+/// Each report carries the ticket of the dispatch it ends, taken when the report is made: the engine
+/// completes only the request holding that ticket (see `CarriedRequest`).
 final class HTTP2CompletionSink {
-    var ended: [(HTTP2Stream, HTTP2StreamEnd)] = []
+    struct Report {
+        let stream: HTTP2Stream
+        let ticket: DispatchTicket?
+        let end: HTTP2StreamEnd
+    }
+
+    var ended: [Report] = []
 
     init() { ended.reserveCapacity(256) }
+
+    func report(_ stream: HTTP2Stream, _ end: HTTP2StreamEnd) {
+        ended.append(Report(stream: stream, ticket: stream.carried.ticket, end: end))
+    }
 }

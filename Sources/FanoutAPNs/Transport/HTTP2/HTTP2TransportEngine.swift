@@ -21,13 +21,15 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
     /// The transport's epoll set; `wakeToken` aside, a connection's token is its index + 1.
     private let events: SocketEventSet
     private let resolver: HTTP2Resolver
-    private let sink = HTTP2CompletionSink()
+    /// Internal for the tests that report ends directly.
+    let sink = HTTP2CompletionSink()
     private let connections: [HTTP2ClientConnection]
     private var dispatcher: Dispatcher<HTTP2ClientConnection>
     private let readBuffer: UnsafeMutableRawBufferPointer
     private let clock = ContinuousClock()
     private var idleStreams: [HTTP2Stream] = []
     private var inFlight = 0
+    private var tickets = DispatchTicketIssuer()
     private var batch: [Submission] = []
 
     init(configuration: APNsClientConfiguration, queue: SubmissionQueue, counters: APNsClientCounters,
@@ -106,33 +108,35 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         let stream = idleStreams.popLast() ?? HTTP2Stream()
         stream.request = submission.request
         stream.authorization = "bearer " + token.jwt
-        stream.completion = submission.completion
+        stream.carried.begin(tickets.issue(), completion: submission.completion)
         stream.credentials = submission.credentials
         stream.providerToken = token
-        stream.isActive = true
         // The epoch first: if the connection fails while opening, this stream's failure is already counted.
         stream.gateEpoch = connection.gate.dispatched(now: now)
         inFlight += 1
         connection.submit(stream, now: now)
     }
 
-    private func completeEnded() {
+    /// Completes every reported end whose ticket matches the request its stream carries; counts the
+    /// others in `unmatchedEnds` and leaves their stream alone (internal for the tests that drive it).
+    func completeEnded() {
         let now = clock.now
         // Completions never reach nghttp2, so the list does not grow while it is walked; swap it out anyway.
         let ended = sink.ended
         sink.ended.removeAll(keepingCapacity: true)
-        for (stream, end) in ended {
-            // Ended twice (a late report for an object already completed): completing or pooling it
-            // again would hand one object to two requests and lose one of their completions.
-            guard stream.isActive else {
-                counters.duplicateEnds.add(1, ordering: .relaxed)
+        for report in ended {
+            let stream = report.stream
+            // A report for a dispatch already completed (the object may carry another request by now,
+            // on another connection with the same stream id): it must complete nothing.
+            guard let ticket = report.ticket, let completion = stream.carried.take(ticket) else {
+                counters.unmatchedEnds.add(1, ordering: .relaxed)
                 continue
             }
             let connection = connections[stream.connectionIndex]
             inFlight -= 1
             var response: APNsHTTPResponse
             let event: ConnectionGate.Completion
-            switch end {
+            switch report.end {
             case .response:
                 response = stream.response
                 event = .response(&response, credentials: stream.credentials, providerToken: stream.providerToken,
@@ -146,12 +150,11 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
                 event = .transportFailure
             }
             connection.gate.completed(event, epoch: stream.gateEpoch, now: now, jitter: Double.random(in: 0...1))
-            let completion = stream.completion
             stream.reset()
             if idleStreams.count < configuration.maxInFlight { idleStreams.append(stream) }
             counters.completed.add(1, ordering: .relaxed)
             counters.inFlight.store(inFlight, ordering: .relaxed)   // exact when the completion runs
-            completion?(.success(response))
+            completion(.success(response))
         }
     }
 
