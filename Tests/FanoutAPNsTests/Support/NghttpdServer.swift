@@ -30,7 +30,9 @@ final class NghttpdServer: @unchecked Sendable {
         caFile = certificates.caCertificatePath
         var lastError = "no attempt"
         for _ in 0..<20 {
-            let candidate = Int.random(in: 20_000..<60_000)
+            // Below Linux's ephemeral range (32768–60999): a port-0 listener or an outgoing connection of
+            // another test never holds it, so a connect that succeeds reached this server, not another one.
+            let candidate = Int.random(in: 20_000..<32_768)
             let process = try ChildProcess(NghttpdServer.executable,
                                            ["-d", root, "--max-concurrent-streams=\(maxConcurrentStreams)", "--address=127.0.0.1",
                                             String(candidate), certificates.privateKeyPath, certificates.certificateChainPath])
