@@ -33,21 +33,11 @@ enum RFC6979Vectors {
     /// The RFC's key as SEC1 `EC PRIVATE KEY` PEM: SEQUENCE { version 1, OCTET STRING x,
     /// [0] prime256v1 }, without the public key, which OpenSSL derives on load.
     static var privateKeyPEM: String {
-        let der = hex("30310201010420" + privateKey + "A00A06082A8648CE3D030107")
+        let der = hexBytes("30310201010420" + privateKey + "A00A06082A8648CE3D030107")
         return "-----BEGIN EC PRIVATE KEY-----\n" + Data(der).base64EncodedString() + "\n-----END EC PRIVATE KEY-----\n"
     }
 }
 
-private func hex(_ text: String) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var index = text.startIndex
-    while index < text.endIndex {
-        let next = text.index(index, offsetBy: 2)
-        bytes.append(UInt8(text[index..<next], radix: 16)!)
-        index = next
-    }
-    return bytes
-}
 
 @Suite struct DeterministicECDSATests {
     let key: P256PrivateKey
@@ -63,18 +53,18 @@ private func hex(_ text: String) -> [UInt8] {
         let pem = try publicKey.pemSPKI()
         let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         let der = [UInt8](try #require(Data(base64Encoded: body)))
-        #expect(Array(der.suffix(65)) == [0x04] + hex(RFC6979Vectors.publicX) + hex(RFC6979Vectors.publicY))
+        #expect(Array(der.suffix(65)) == [0x04] + hexBytes(RFC6979Vectors.publicX) + hexBytes(RFC6979Vectors.publicY))
     }
 
     @Test(arguments: RFC6979Vectors.sha256) func nonceIsAppendixA25(vector: RFC6979Vectors.Case) throws {
         let digest = try Array(vector.message.utf8).withUnsafeBytes { try DeterministicECDSA.sha256($0) }
-        var nonces = try RFC6979Nonce(privateKey: hex(RFC6979Vectors.privateKey), digest: digest, order: hex(RFC6979Vectors.order))
-        #expect(try nonces.next() == hex(vector.k))
+        var nonces = try RFC6979Nonce(privateKey: hexBytes(RFC6979Vectors.privateKey), digest: digest, order: hexBytes(RFC6979Vectors.order))
+        #expect(try nonces.next() == hexBytes(vector.k))
     }
 
     @Test(arguments: RFC6979Vectors.sha256) func signatureIsAppendixA25AndVerifies(vector: RFC6979Vectors.Case) throws {
         let signature = try key.sign(vector.message)
-        #expect(signature == hex(vector.r) + hex(vector.s))
+        #expect(signature == hexBytes(vector.r) + hexBytes(vector.s))
         #expect(publicKey.verify(signature: signature, message: vector.message), "OpenSSL's EVP_DigestVerify accepts it")
         #expect(!publicKey.verify(signature: signature, message: vector.message + "!"))
         var flipped = signature
@@ -85,14 +75,14 @@ private func hex(_ text: String) -> [UInt8] {
     /// Step h's continuation (a rejected k) gives a different, still valid candidate.
     @Test func laterCandidatesDifferAndStayBelowTheOrder() throws {
         let digest = try Array("sample".utf8).withUnsafeBytes { try DeterministicECDSA.sha256($0) }
-        var nonces = try RFC6979Nonce(privateKey: hex(RFC6979Vectors.privateKey), digest: digest, order: hex(RFC6979Vectors.order))
+        var nonces = try RFC6979Nonce(privateKey: hexBytes(RFC6979Vectors.privateKey), digest: digest, order: hexBytes(RFC6979Vectors.order))
         let candidates = try (0..<4).map { _ in try nonces.next() }
         #expect(Set(candidates).count == 4)
-        for candidate in candidates { #expect(RFC6979Nonce.isBelow(candidate, hex(RFC6979Vectors.order))) }
+        for candidate in candidates { #expect(RFC6979Nonce.isBelow(candidate, hexBytes(RFC6979Vectors.order))) }
     }
 
     @Test func constantTimeComparisonOrdersBigEndianNumbers() {
-        let order = hex(RFC6979Vectors.order)
+        let order = hexBytes(RFC6979Vectors.order)
         var below = order
         below[31] -= 1
         var above = order
@@ -127,6 +117,6 @@ private func hex(_ text: String) -> [UInt8] {
             for _ in 0..<16 { group.addTask { try key.sign("sample") } }
             return try await group.reduce(into: Set<[UInt8]>()) { $0.insert($1) }
         }
-        #expect(signatures == [hex(RFC6979Vectors.sha256[0].r) + hex(RFC6979Vectors.sha256[0].s)])
+        #expect(signatures == [hexBytes(RFC6979Vectors.sha256[0].r) + hexBytes(RFC6979Vectors.sha256[0].s)])
     }
 }

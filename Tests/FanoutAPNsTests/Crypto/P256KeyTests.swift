@@ -49,16 +49,6 @@ FNja4vp1qWB0fOWm6IxVfcNnrfu4+DfJ8NwifVLqIzkpPoDMPK9P9cdoSurru2kX
     static let message = "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJURUFNIn0"
 }
 
-private func hexBytes(_ hex: String) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var index = hex.startIndex
-    while index < hex.endIndex {
-        let next = hex.index(index, offsetBy: 2)
-        bytes.append(UInt8(hex[index..<next], radix: 16)!)
-        index = next
-    }
-    return bytes
-}
 
 @Suite struct P256KeyTests {
     @Test func loadsAppleStyleP8AndSignsVerifiably() throws {
