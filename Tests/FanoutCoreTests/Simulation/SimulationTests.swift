@@ -36,7 +36,9 @@ import Testing
         }
         for failure in failures { Issue.record(Comment(rawValue: failure)) }
         print("simulation shard \(shard) over \(seeds.count) seeds, \(failed) failed: \(total)")
-        if seeds.count >= 100 {
+        // Some behaviours are rare (a stale token catch-up comes about once in 50 seeds): a shard of fewer
+        // than 250 seeds may miss one by chance, so only the larger runs (CI's 10,000) require them all.
+        if seeds.count >= 250 {
             // Every behaviour the invariants are about must have happened, or the run proved nothing.
             #expect(total.sends > total.events / 10 && total.coalescedSends > 0 && total.revokes > 0)
             #expect(total.feedback > 0 && total.pauses > 0 && total.resumes > 0 && total.crashes > 0)
