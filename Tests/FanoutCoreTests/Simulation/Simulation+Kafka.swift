@@ -23,7 +23,12 @@ extension Simulation {
         }
         currentAssignment[number] = id
         // Usually quick; now and then a long token partition, so a revoke can overtake its catch-up.
-        let readIn = random.chance(0.15) ? random.between(5_000, 60_000) : random.between(0, 2_000)
+        var readIn = random.chance(0.15) ? random.between(5_000, 60_000) : random.between(0, 2_000)
+        if let earlier = catchUps.filter({ $0.partition == number }).map(\.at).max(), earlier > now, random.chance(0.5) {
+            // The earlier assignment's catch-up is still under way: this one outlasts it, so the stale
+            // report comes first, while this assignment's tokens are still being read.
+            readIn = max(readIn, (earlier - now) / 1_000_000 + random.between(100, 5_000))
+        }
         catchUps.append((number, id, now + readIn * 1_000_000))
         var ignored: [EngineAction] = []
         for key in latestToken.keys.sorted() where SimulatedWorkload.partition(for: key, lane: .activity) == partition {
