@@ -55,9 +55,9 @@ public struct EngineConfiguration: Sendable {
     public var maxInFlightPerLane = 2_000
     public var maxIncompletePerLane = 200_000
     public var resumeRatio = 0.5
-    /// Per lane (`Lane.slot`): sends the worker can carry at once — its APNs client's streams plus its
-    /// queue. A target ready to send when its lane is full waits its turn (`laneWaiting`) instead of
-    /// being handed to a client that would refuse it and send it into a retry backoff.
+    /// Per lane (`Lane.slot`): sends the worker's APNs client of the lane surely takes at once (its
+    /// queue; the worker sets it). A target ready to send when its lane is full waits its turn
+    /// (`laneWaiting`) instead of being handed to a client that would refuse it into a retry backoff.
     public var sendCapacityPerLane: [Int] = [.max, .max]
 
     /// How often `tick` emits `.commit` with the commit points that moved; nil: never (the owner

@@ -136,10 +136,10 @@ struct EventReader {
         guard !range.isEmpty, range.count % 2 == 0, range.count <= 2 * PushToken.maxBytes else {
             throw EventRejection(.invalidToken, "\"\(field)\" has \(range.count) characters; a push token is an even number of hex digits (at most \(2 * PushToken.maxBytes))")
         }
-        for index in range where JSONDocument.hexValue(bytes[index]) == nil {
-            throw EventRejection(.invalidToken, "\"\(field)\" contains a non-hex character at position \(index - range.lowerBound); send the token as hex, not base64")
-        }
-        return PushToken(hexUTF8: UnsafeBufferPointer(rebasing: bytes[range]))!  // checked above
+        // Decoding checks every digit; the scan for the offending one runs only when it fails.
+        if let token = PushToken(hexUTF8: UnsafeBufferPointer(rebasing: bytes[range])) { return token }
+        let position = range.first { JSONDocument.hexValue(bytes[$0]) == nil }.map { $0 - range.lowerBound } ?? 0
+        throw EventRejection(.invalidToken, "\"\(field)\" contains a non-hex character at position \(position); send the token as hex, not base64")
     }
 
     private static let title = Array("title".utf8), body = Array("body".utf8), sound = Array("sound".utf8)

@@ -42,6 +42,15 @@ struct Harness {
         }
     }
 
+    /// A harness whose engine has `configure` applied and whose timers have started (one tick at its start).
+    static func started(_ configure: (inout EngineConfiguration) -> Void) -> Harness {
+        var configuration = EngineConfiguration()
+        configure(&configuration)
+        var h = Harness(configuration: configuration)
+        h.advance(0)
+        return h
+    }
+
     @discardableResult
     mutating func feed(_ event: ActivityEvent, partition: PartitionID = activityPartition) -> [EngineAction] {
         let offset = nextOffset[partition, default: 0]

@@ -180,13 +180,7 @@ import Testing
 /// when a commit of the old generation is answered after the rejoin) and go out when it settles.
 @Suite struct CommitTimingTests {
     /// An engine that emits `.commit` every second, its commit clock started.
-    static func committingEverySecond() -> Harness {
-        var configuration = EngineConfiguration()
-        configuration.commitInterval = sec
-        var h = Harness(configuration: configuration)
-        h.advance(0)
-        return h
-    }
+    static func committingEverySecond() -> Harness { Harness.started { $0.commitInterval = sec } }
 
     @Test func commitsAreHeldWhileTheGroupRebalancesAndGoOutWhenItSettles() throws {
         var h = Self.committingEverySecond()

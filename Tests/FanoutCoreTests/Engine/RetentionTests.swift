@@ -5,13 +5,7 @@ import Testing
 /// How long targets are remembered, and that forgetting one never loses work
 /// (`FanoutEngine+Retention.swift`).
 @Suite struct RetentionTests {
-    static func retainingEndedFor(_ retention: Nanoseconds) -> Harness {
-        var configuration = EngineConfiguration()
-        configuration.endedRetention = retention
-        var h = Harness(configuration: configuration)
-        h.advance(0)
-        return h
-    }
+    static func retainingEndedFor(_ retention: Nanoseconds) -> Harness { Harness.started { $0.endedRetention = retention } }
 
     /// Within `endedRetention` a late event is dropped as after-end (and keeps the target another
     /// retention); after it the target is forgotten with its activity's token, so a late update is a
@@ -98,12 +92,11 @@ import Testing
     /// An idle target is forgotten by the sweep after `forgetIdleAfter` without activity, however many
     /// ticks that takes; one that holds work is not.
     @Test func theSweepForgetsLongIdleTargetsOnly() throws {
-        var configuration = EngineConfiguration()
-        configuration.forgetIdleAfter = 600 * sec
-        configuration.sweepInterval = 60 * sec
-        configuration.tokenWait = 3600 * sec
-        var h = Harness(configuration: configuration)
-        h.advance(0)
+        var h = Harness.started {
+            $0.forgetIdleAfter = 600 * sec
+            $0.sweepInterval = 60 * sec
+            $0.tokenWait = 3600 * sec
+        }
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
         h.feed(makeEvent("w1", target: "waiting", timestamp: 100))
         for _ in 0..<(599 / 7) { h.advance(7 * sec) }
