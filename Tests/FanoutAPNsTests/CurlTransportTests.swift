@@ -60,8 +60,27 @@ import Testing
         guard limits.rlim_max >= 2048 else { return }   // cannot open that many here; nothing to test
         limits.rlim_cur = max(limits.rlim_cur, 2048)
         #expect(setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limits) == 0)
+        defer {
+            var restore = saved
+            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &restore)
+        }
         let (listening, port) = try Self.listener()
         defer { close(listening) }
+        // Tests running beside this one close descriptors of their own, so libcurl's socket can land on a
+        // number one of them just freed, below FD_SETSIZE. Such an attempt proves nothing; it is tried again
+        // (bounded), and the test requires one attempt whose socket is above FD_SETSIZE.
+        var highest: [Int32] = []
+        for _ in 0..<8 where !highest.contains(where: { $0 >= 1024 }) {
+            highest = try watchedSocket(port: port)
+            #expect(highest.count == 1, "the connection's socket: \(highest)")
+        }
+        #expect(highest.contains { $0 >= 1024 }, "socket numbers \(highest): above FD_SETSIZE, as this test arranged")
+    }
+
+    /// One attempt: occupies every free descriptor below 1100 (bounded) right before libcurl opens its
+    /// socket, and returns the sockets the connection asks to be watched, each checked to be connected to
+    /// the listener.
+    private func watchedSocket(port: Int) throws -> [Int32] {
         let configuration = try APNsClientConfiguration(
             endpoint: .custom(baseURL: "https://127.0.0.1:\(port)", caFile: nil),
             credentials: TestApps.credentials(key: try P256PrivateKey.generate()), connections: 2, transport: .curl)
@@ -69,14 +88,8 @@ import Testing
         let transfer = try CurlTransfer(configuration: configuration)
         try transfer.prepare(try TestApps.push().http, url: configuration.baseURL + "/3/device/" + TestApps.token,
                              authorization: "authorization: bearer test")
-        // Occupy every free descriptor below 1100 (bounded), right before libcurl opens its socket, so that
-        // socket's number is above FD_SETSIZE.
         var filler: [Int32] = []
-        defer {
-            for descriptor in filler { close(descriptor) }
-            var restore = saved
-            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &restore)
-        }
+        defer { for descriptor in filler { close(descriptor) } }
         while filler.count < 1200 {
             let descriptor = open("/dev/null", O_RDONLY)
             guard descriptor >= 0 else { break }
@@ -96,7 +109,6 @@ import Testing
             if watched.isEmpty { _ = curl_multi_wait(connection.multi.handle, nil, 0, 100, nil) }
         }
         #expect(done.isEmpty, "nobody answers: the transfer is still waiting for the TLS handshake")
-        #expect(watched.count == 1, "the connection's socket: \(watched)")
         // The socket is the one connected to our listener, whatever its number.
         for descriptor in watched {
             var peer = sockaddr_in()
@@ -104,6 +116,6 @@ import Testing
             let named = withUnsafeMutablePointer(to: &peer) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) } }
             #expect(named == 0 && Int(UInt16(bigEndian: peer.sin_port)) == port)
         }
-        #expect(watched.allSatisfy { $0 >= 1024 }, "socket numbers \(watched): above FD_SETSIZE, as this test arranged")
+        return watched
     }
 }
