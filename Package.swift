@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        // glibc's allocator controls (part of libc): the worker returns freed heap pages (ProcessHeap).
+        .systemLibrary(name: "CMalloc"),
         // Typed wrappers for variadic / macro C APIs that Swift cannot call.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
@@ -35,7 +37,7 @@ let package = Package(
 
         // MARK: The product
         .target(name: "FanoutWorker",
-                dependencies: ["FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs"],
+                dependencies: ["FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "CMalloc"],
                 swiftSettings: strict),
         .target(name: "FanoutCLI",
                 dependencies: ["FanoutWorker", "FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],

@@ -35,6 +35,7 @@ struct RunCommand: Command {
     """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
+        ProcessHeap.limitArenas()  // before the worker's threads start (ProcessHeap says why)
         var args = Arguments(arguments)
         let path = try args.option("config") ?? ProcessInfo.processInfo.environment["FANOUT_CONFIG"]
         let printConfig = args.flag("print-config")

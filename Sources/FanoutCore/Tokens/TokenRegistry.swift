@@ -56,6 +56,9 @@ public struct TokenRegistry: Sendable {
 
     public var count: Int { index.count }
 
+    /// Room for `count` registrations without growing the slab (`FanoutEngine.reserveTrackingCapacity`).
+    public mutating func reserveCapacity(_ count: Int) { entries.reserveCapacity(count) }
+
     public func record(for key: String) -> Record? {
         entry(for: key, hash: TargetHash(lane: .activity, id: key)).flatMap { entries[Int($0)].record }
     }

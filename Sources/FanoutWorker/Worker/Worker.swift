@@ -28,6 +28,7 @@ public final class Worker: Sendable {
     private let admin: AdminServer?
     private let phase = PhaseBox()
     private let log: Log
+    private let heap: HeapTrimmer
 
     public init(configuration: FanoutConfiguration, log: Log, metrics: FanoutMetrics, options: WorkerOptions = WorkerOptions()) throws {
         guard !configuration.apps.isEmpty else {
@@ -35,6 +36,7 @@ public final class Worker: Sendable {
         }
         self.configuration = configuration
         self.log = log
+        heap = HeapTrimmer(metrics: metrics)
         let settings = WorkerSettings(configuration: configuration, options: options)
         var credentials: [String: APNsCredentials] = [:]
         for (index, app) in configuration.apps.enumerated() {
@@ -118,6 +120,7 @@ public final class Worker: Sendable {
             throw WorkerError.kafka(error, while: "subscribing")
         }
         core.ticker.start(core: core)
+        heap.start()
         log.info("worker started", ["group": .string(configuration.kafka.groupID), "partitions": .int(updates),
                                     "apps": .string(configuration.apps.map(\.bundleID).joined(separator: ","))])
     }
@@ -177,6 +180,7 @@ public final class Worker: Sendable {
     private func tearDown(by deadline: ContinuousClock.Instant) async {
         core.records.stop()
         core.ticker.stop()
+        heap.stop()
         await core.lanes.shutdown(deadline: min(deadline, .now + .seconds(1)))
         admin?.stop()
         phase.withLock { $0 = .stopped }

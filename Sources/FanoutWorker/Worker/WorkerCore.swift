@@ -45,7 +45,9 @@ final class WorkerCore: Sendable {
 
     init(settings: WorkerSettings, log: Log, metrics: FanoutMetrics, options: WorkerOptions, lanes: APNsLanes,
          producer: KafkaProducer) {
-        state = Mutex(State(engine: FanoutEngine(configuration: settings.engine)))
+        var engine = FanoutEngine(configuration: settings.engine)
+        engine.reserveTrackingCapacity(settings.engine.maxTrackedTargets)
+        state = Mutex(State(engine: engine))
         self.settings = settings
         self.log = log
         self.metrics = metrics

@@ -54,6 +54,10 @@ public final class FanoutMetrics: Sendable {
     public let appBlocked: GaugeFamily
     /// JWTs minted. Labels: app.
     public let jwtRefreshes: CounterFamily
+    /// Bytes lying free in the process heap at the last look (`HeapTrimmer`, once a second).
+    public let heapFreeBytes: GaugeFamily
+    /// Times free heap pages were returned to the kernel (`ProcessHeap.trim`).
+    public let heapTrims: CounterFamily
     /// Broadcasts APNs answered ChannelNotRegistered (their events are dead-lettered). Labels: app.
     public let channelNotRegistered: CounterFamily
 
@@ -117,11 +121,15 @@ public final class FanoutMetrics: Sendable {
                                            help: "APNs configuration errors (key, topic, environment), by app and reason.", labels: ["app", "reason"])
         appBlocked = registry.gauge("fanout_app_blocked", help: "1 while sending for the app is stopped by a configuration error.", labels: ["app"])
         jwtRefreshes = registry.counter("fanout_jwt_refreshes_total", help: "Provider JWTs minted, by app.", labels: ["app"])
+        heapFreeBytes = registry.gauge("fanout_heap_free_bytes", help: "Bytes in free chunks of the process heap (glibc mallinfo2 fordblks), sampled once a second; above 32 MiB the free pages are returned to the kernel.")
+        heapTrims = registry.counter("fanout_heap_trims_total", help: "Times free heap pages were returned to the kernel (malloc_trim), at most once a second.")
         channelNotRegistered = registry.counter("fanout_broadcast_channel_not_registered_total",
                                                 help: "Broadcasts APNs answered ChannelNotRegistered (never created or deleted channel), by app; their events are dead-lettered.",
                                                 labels: ["app"])
         _ = tokenRegistrySize.labels()  // unlabeled: exported as 0 from the start
         _ = trackedTargets.labels()
+        _ = heapFreeBytes.labels()
+        _ = heapTrims.labels()
         for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
     }
 }
