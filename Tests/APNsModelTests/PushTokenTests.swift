@@ -17,7 +17,8 @@ import APNsModel
         #expect(token.hex == hex)
         #expect(PushToken(hex: hex.uppercased()) == token, "either case decodes to the same bytes")
         #expect(PushToken(bytes: token.bytes) == token && PushToken(bytes: token.bytes).hashValue == token.hashValue)
-        let request = try APNsRequest.liveActivity(deviceToken: token.hex, bundleID: "com.example.app", payload: body, priority: .conserve)
+        let request = try APNsRequest.liveActivity(deviceToken: token.hex, bundleID: "com.example.app", payload: body, priority: .conserve,
+                                                   expiration: 0)
         #expect(request.http.path == "/3/device/" + hex)
     }
 
