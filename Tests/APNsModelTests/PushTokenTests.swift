@@ -47,6 +47,10 @@ import APNsModel
         #expect("\(long)" == long.redacted)
         let short = try #require(PushToken(hex: "abcd"))
         #expect(short.redacted == "ab…(4)")
-        #expect(try #require(PushToken(hex: "ab")).redacted == "…(2)")
+        #expect(try #require(PushToken(hex: "ab")).redacted == "a…(2)")
+        // One format: a token held as bytes shows what the same token as text would.
+        for hex in ["ab", "abcdef", String(repeating: "0f", count: 32), String(repeating: "a1", count: 80)] {
+            #expect(try #require(PushToken(hex: hex)).redacted == Redact.token(hex))
+        }
     }
 }
