@@ -27,7 +27,7 @@ let package = Package(
         // MARK: Adapters around C
         .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"], swiftSettings: strict),
         // FanoutCore for its pure value types (`PartitionID`), so the worker needs no conversions;
-        // APNsModel for `Redact`, which masks tokens and JWTs in the dead-letter headers it writes.
+        // APNsModel for `Redact`, which masks tokens and JWTs in the dead-letter headers and stderr lines it writes.
         .target(name: "FanoutKafka", dependencies: ["CRdKafka", "FanoutCore", "APNsModel"], swiftSettings: strict),
         // The only importer of CNghttp2: nghttp2 sessions, the framed output over TLS, the epoll set.
         .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "FanoutCrypto"], swiftSettings: strict),
