@@ -28,8 +28,9 @@ let package = Package(
 
         // MARK: Adapters around C
         .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"], swiftSettings: strict),
-        // FanoutCore for its pure value types (`PartitionID`), so the worker needs no conversions.
-        .target(name: "FanoutKafka", dependencies: ["CRdKafka", "FanoutCore"], swiftSettings: strict),
+        // FanoutCore for its pure value types (`PartitionID`), so the worker needs no conversions;
+        // APNsModel for `Redact`, which masks tokens and JWTs in the dead-letter headers and stderr lines it writes.
+        .target(name: "FanoutKafka", dependencies: ["CRdKafka", "FanoutCore", "APNsModel"], swiftSettings: strict),
         // The only importer of CNghttp2: nghttp2 sessions, the framed output over TLS, the epoll set.
         .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "FanoutCrypto"], swiftSettings: strict),
         .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2", "CCurl", "CCurlShim"], swiftSettings: strict),

@@ -24,4 +24,13 @@ public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
         case .sandbox: 2195
         }
     }
+
+    /// Whether `host` is one of Apple's push hosts (any name under `push.apple.com`: push, sandbox and
+    /// development hosts, channel management, broadcast), case and a trailing dot aside. These are only
+    /// ever verified against the system's CAs: no configuration may trust a custom CA for them.
+    public static func isAppleHost(_ host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        return name == "push.apple.com" || name.hasSuffix(".push.apple.com")
+    }
 }

@@ -38,14 +38,14 @@ extension APNsRequest {
             headers.append(.init("apns-push-type", "liveactivity"))
             headers.append(.init("apns-topic", bundleID + ".push-type.liveactivity"))
             headers.append(.init("apns-priority", String(priority.rawValue)))
-            if let expiration { headers.append(.init("apns-expiration", String(expiration))) }
+            headers.append(.init("apns-expiration", String(expiration)))
             if let apnsID { headers.append(.init("apns-id", apnsID)) }
         case .broadcast(let channelID):
             path = "/4/broadcasts/apps/" + bundleID
             headers.append(.init("apns-channel-id", channelID))
             headers.append(.init("apns-push-type", "liveactivity"))
             headers.append(.init("apns-priority", String(priority.rawValue)))
-            headers.append(.init("apns-expiration", String(expiration ?? 0)))
+            headers.append(.init("apns-expiration", String(expiration)))
             if let apnsID { headers.append(.init("apns-request-id", apnsID)) }
         }
         return APNsHTTPRequest(method: .post, path: path, headers: headers, body: payload, bundleID: bundleID)

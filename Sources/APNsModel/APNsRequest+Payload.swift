@@ -2,7 +2,7 @@ extension APNsRequest {
     /// A Live Activity push whose body is built from typed values; the encoded size is checked
     /// against the 4096-byte limit before anything is sent.
     public static func liveActivity(deviceToken: String, bundleID: String, payload: LiveActivityPayload,
-                                    priority: APNsPriority, expiration: Int64? = nil,
+                                    priority: APNsPriority, expiration: Int64,
                                     apnsID: String? = nil) throws(APNsRequestError) -> APNsRequest {
         try liveActivity(deviceToken: deviceToken, bundleID: bundleID, payload: payload.encoded(), priority: priority,
                          expiration: expiration, apnsID: apnsID)

@@ -13,16 +13,19 @@ public struct APNsRequest: Sendable, Hashable {
     public let bundleID: String
     public let target: Target
     public let priority: APNsPriority
-    /// UNIX seconds; required for broadcast (0 on no-storage channels), optional for device pushes.
-    public let expiration: Int64?
+    /// `apns-expiration`, UNIX seconds (0: deliver once, store nothing). Every push carries one: on a
+    /// device push APNs would otherwise store the notification up to 30 days (APNS.md §11), on a
+    /// broadcast it is required (0 on no-storage channels).
+    public let expiration: Int64
     /// Canonical lowercase UUID: `apns-id` on device pushes, `apns-request-id` on broadcasts.
     public let apnsID: String?
     /// The JSON body, already size-checked against the target's limit.
     public let payload: [UInt8]
 
-    /// A Live Activity push to a per-activity or push-to-start token.
+    /// A Live Activity push to a per-activity or push-to-start token. `expiration` is required: an
+    /// update is worth little after the activity's stale date, which is what the worker sends.
     public static func liveActivity(deviceToken: String, bundleID: String, payload: [UInt8],
-                                    priority: APNsPriority, expiration: Int64? = nil,
+                                    priority: APNsPriority, expiration: Int64,
                                     apnsID: String? = nil) throws(APNsRequestError) -> APNsRequest {
         guard !deviceToken.isEmpty, deviceToken.utf8.allSatisfy(\.isHexDigit) else {
             throw .badDeviceToken(prefix: String(deviceToken.prefix(8)))
@@ -48,12 +51,12 @@ public struct APNsRequest: Sendable, Hashable {
     /// Broadcast body limit (APNS.md §6).
     public static let broadcastLimit = 5120
 
-    private init(bundleID: String, target: Target, priority: APNsPriority, expiration: Int64?,
+    private init(bundleID: String, target: Target, priority: APNsPriority, expiration: Int64,
                  apnsID: String?, payload: [UInt8], limit: Int) throws(APNsRequestError) {
         guard APNsRequest.isValidBundleID(bundleID) else { throw .badBundleID(bundleID) }
         guard !payload.isEmpty else { throw .emptyPayload }
         guard payload.count <= limit else { throw .payloadTooLarge(size: payload.count, limit: limit) }
-        if let expiration, expiration < 0 { throw .badExpiration(expiration) }
+        guard expiration >= 0 else { throw .badExpiration(expiration) }
         if let apnsID, !APNsRequest.isCanonicalUUID(apnsID) { throw .badAPNsID(apnsID) }
         self.bundleID = bundleID
         self.target = target

@@ -7,7 +7,7 @@
 /// allocation; a longer token in one array. The representation is canonical, so two tokens with the same
 /// bytes are equal and hash alike.
 ///
-/// `description` is redacted (the first 8 hex digits at most, and the hex length);
+/// `description` is redacted (`Redact.token`: the first 8 hex digits at most, and the hex length);
 /// a token is never printed whole.
 public struct PushToken: Sendable, Hashable, CustomStringConvertible {
     /// Bytes stored inline; longer tokens take one heap array.
@@ -122,9 +122,8 @@ public struct PushToken: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// At most the first 8 hex digits (never more than half the token), an ellipsis and the hex length,
-    /// e.g. `ab12cd34…(64)`: what logs and debug output may show.
-    public var redacted: String { hexPrefix(min(4, byteCount / 2)) + "…(\(2 * byteCount))" }
+    /// What logs and debug output may show: the hex as `Redact.token` reduces any token, e.g. `ab12cd34…(64)`.
+    public var redacted: String { Redact.token(hex) }
 
     public var description: String { redacted }
 

@@ -9,7 +9,8 @@ public struct APNsClientConfiguration: Sendable {
         /// Apple's channel-management hosts (`api-manage-broadcast.*`, ports 2195/2196).
         case appleChannelManagement(APNsEnvironment)
         /// A custom base URL such as `https://127.0.0.1:8443` (the simulator), trusting `caFile`
-        /// (PEM) in addition to nothing else when given. TLS is always verified.
+        /// (PEM) in addition to nothing else when given. TLS is always verified; a `caFile` for one of
+        /// Apple's hosts is refused (`validate`), so Apple is only ever trusted through the system's CAs.
         case custom(baseURL: String, caFile: String?)
     }
 
@@ -110,6 +111,10 @@ public struct APNsClientConfiguration: Sendable {
         }
         if case .custom(let url, _) = endpoint, !url.hasPrefix("https://") {
             throw bad("base URL must start with https:// (APNs is HTTP/2 over TLS), got '\(url)'")
+        }
+        if case .custom(let url, .some) = endpoint, let host = try? HTTP2Endpoint(baseURL: url).host, APNsEnvironment.isAppleHost(host) {
+            throw bad("a custom CA file is for the simulator and test servers, not Apple's host \(host): Apple is verified against "
+                      + "the system's CAs only (use the Apple endpoint, or drop the CA file)")
         }
         guard !credentials.isEmpty else { throw bad("no app credentials configured") }
         let keys = Set(credentials.values.map { "\($0.teamID)/\($0.keyID)" })

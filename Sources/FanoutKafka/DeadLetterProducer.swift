@@ -1,6 +1,10 @@
+import APNsModel
+
 /// Produces rejected records to `<source topic><suffix>` (default `-dlq`) with the original key,
 /// value bytes and headers, plus `fanout-error` (the stable reason code), `fanout-source`
-/// (`topic/partition/offset`) and, when given, `fanout-detail`.
+/// (`topic/partition/offset`) and, when given, `fanout-detail`. Fanout's own header values go through
+/// `Redact.text`: a detail quoting an event or an APNs answer never carries a whole push token or JWT
+/// (the original value and headers are copied unchanged: they are the producer's record).
 ///
 /// `deadLetter` returns only after the broker acknowledged the record (acks=all), so the caller may
 /// then mark the source offset done; if it throws, the source offset must stay incomplete.
@@ -30,10 +34,10 @@ public final class DeadLetterProducer: Sendable {
     /// The record that `deadLetter` produces, exposed so its shape can be checked without a broker.
     public func record(for message: KafkaMessage, reason: String, detail: String?) -> (topic: String, key: [UInt8]?, value: [UInt8]?, headers: [KafkaHeader]) {
         var headers = message.headers
-        headers.append(KafkaHeader(name: Self.errorHeader, string: reason))
+        headers.append(KafkaHeader(name: Self.errorHeader, string: Redact.text(reason)))
         headers.append(KafkaHeader(name: Self.sourceHeader,
                                    string: "\(message.topic)/\(message.partition)/\(message.offset)"))
-        if let detail { headers.append(KafkaHeader(name: Self.detailHeader, string: detail)) }
+        if let detail { headers.append(KafkaHeader(name: Self.detailHeader, string: Redact.text(detail))) }
         return (deadLetterTopic(for: message.topic), message.key, message.value, headers)
     }
 
@@ -46,9 +50,9 @@ public final class DeadLetterProducer: Sendable {
         let note = "the original (\(originalBytes) bytes of value and headers) was too large for the dead-letter topic "
             + "(\(refusal.underlying.name)) and is left out" + (keyCut ? ", its key cut to \(Self.valuelessKeyLimit) bytes" : "")
             + "; read it at its source offset while retention keeps it"
-        let headers = [KafkaHeader(name: Self.errorHeader, string: reason),
+        let headers = [KafkaHeader(name: Self.errorHeader, string: Redact.text(reason)),
                        KafkaHeader(name: Self.sourceHeader, string: "\(message.topic)/\(message.partition)/\(message.offset)"),
-                       KafkaHeader(name: Self.detailHeader, string: detail.map { String($0.prefix(1024)) + "; " + note } ?? note),
+                       KafkaHeader(name: Self.detailHeader, string: detail.map { String(Redact.text($0).prefix(1024)) + "; " + note } ?? note),
                        KafkaHeader(name: Self.originalBytesHeader, string: String(originalBytes))]
         return (deadLetterTopic(for: message.topic), message.key.map { Array($0.prefix(Self.valuelessKeyLimit)) }, nil, headers)
     }

@@ -1,3 +1,4 @@
+import APNsModel
 import CRdKafka
 
 /// An idempotent producer (`acks=all`, `enable.idempotence=true`) whose delivery reports arrive on
@@ -15,6 +16,10 @@ public final class KafkaProducer: Sendable {
 
     public typealias Completion = @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
 
+    /// The stderr line of a client error when no `onError` was given: librdkafka's text, with any push
+    /// token or JWT it quotes (a topic, a client id) masked by `Redact.text`.
+    static func unhandledErrorLine(_ error: KafkaError) -> String { Redact.text("fanout kafka producer: \(error)") }
+
     /// - Parameter onError: client-level errors (broker down, fatal errors), from the background
     ///   thread. Per-record failures go to each record's completion instead.
     ///   `nil` writes them to stderr.
@@ -29,7 +34,7 @@ public final class KafkaProducer: Sendable {
             rd_kafka_conf_set_events(conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR)
             rd_kafka_conf_set_background_event_cb(conf, fanoutProducerEventCallback)
         }
-        let onError = onError ?? { error in FileHandleOutput.standardError("fanout kafka producer: \(error)") }
+        let onError = onError ?? { error in FileHandleOutput.standardError(Self.unhandledErrorLine(error)) }
         client = try RDKafkaClient(type: RD_KAFKA_PRODUCER, conf: conf,
                                    context: ClientContext(log: log, clientErrors: onError))
         // Delivery reports and errors are posted on the main queue; hand them to the background

@@ -17,7 +17,8 @@ import APNsModel
         #expect(token.hex == hex)
         #expect(PushToken(hex: hex.uppercased()) == token, "either case decodes to the same bytes")
         #expect(PushToken(bytes: token.bytes) == token && PushToken(bytes: token.bytes).hashValue == token.hashValue)
-        let request = try APNsRequest.liveActivity(deviceToken: token.hex, bundleID: "com.example.app", payload: body, priority: .conserve)
+        let request = try APNsRequest.liveActivity(deviceToken: token.hex, bundleID: "com.example.app", payload: body, priority: .conserve,
+                                                   expiration: 0)
         #expect(request.http.path == "/3/device/" + hex)
     }
 
@@ -46,6 +47,10 @@ import APNsModel
         #expect("\(long)" == long.redacted)
         let short = try #require(PushToken(hex: "abcd"))
         #expect(short.redacted == "ab…(4)")
-        #expect(try #require(PushToken(hex: "ab")).redacted == "…(2)")
+        #expect(try #require(PushToken(hex: "ab")).redacted == "a…(2)")
+        // One format: a token held as bytes shows what the same token as text would.
+        for hex in ["ab", "abcdef", String(repeating: "0f", count: 32), String(repeating: "a1", count: 80)] {
+            #expect(try #require(PushToken(hex: hex)).redacted == Redact.token(hex))
+        }
     }
 }

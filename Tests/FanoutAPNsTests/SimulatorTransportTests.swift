@@ -117,7 +117,8 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
 
         // A body that is not a Live Activity payload: the server rejects the payload, not the app.
         let garbage = try APNsRequest.liveActivity(deviceToken: TestApps.token, bundleID: TestApps.bundleID,
-                                                   payload: Array("not json".utf8), priority: .conserve)
+                                                   payload: Array("not json".utf8), priority: .conserve,
+                                                   expiration: TestApps.expiration)
         let badPayload = await client.send(garbage)
         guard case .badPayload = badPayload.outcome else { Issue.record("expected badPayload, got \(badPayload)"); return }
 
@@ -127,7 +128,8 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
             credentials: ["com.example.other": APNsCredentials(teamID: TestApps.teamID, keyID: TestApps.keyID, key: harness.key)],
             tokenCache: harness.cache, transport: transport))
         let wrongTopic = await otherApp.send(try APNsRequest.liveActivity(deviceToken: TestApps.token, bundleID: "com.example.other",
-                                                                          payload: TestApps.updatePayload(), priority: .conserve))
+                                                                          payload: TestApps.updatePayload(), priority: .conserve,
+                                                                          expiration: TestApps.expiration))
         guard case .configError = wrongTopic.outcome else { Issue.record("expected configError, got \(wrongTopic)"); return }
 
         // A key the server does not know: InvalidProviderToken, a configuration error.

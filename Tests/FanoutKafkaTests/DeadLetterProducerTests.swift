@@ -85,4 +85,24 @@ import Testing
         #expect(record.headers.map(\.name) == ["fanout-error", "fanout-source"])
         #expect(text(record.headers[1].value) == "broadcast-updates/3/99")
     }
+
+    /// A detail quoting an event or an APNs answer keeps its words but no whole push token or JWT, in
+    /// the full record and in the valueless one (Fanout's headers only; the original value is the producer's).
+    @Test func fanoutHeadersNeverCarryAWholeTokenOrJWT() throws {
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1"]))
+        let deadLetters = DeadLetterProducer(producer: producer)
+        let token = String(repeating: "0f1e2d3c", count: 8)
+        let jwt = "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJURUFNMTIzNDU2In0.c2lnbmF0dXJl"
+        let detail = "the Kafka key \"\(token)\" differs from \"activity\" \"a-1\"; APNs 400 bearer \(jwt)"
+        let message = KafkaMessage(topic: "activity-updates", partition: 0, offset: 5, key: bytes(token), value: bytes("{}"))
+        let full = deadLetters.record(for: message, reason: "key-mismatch", detail: detail)
+        let valueless = deadLetters.valuelessRecord(for: message, reason: "key-mismatch", detail: detail,
+                                                    refusal: KafkaError(.produce, underlying: .messageTooLarge, reason: "too large"))
+        for headers in [full.headers, valueless.headers] {
+            let shown = try #require(headers.first { $0.name == DeadLetterProducer.detailHeader }.flatMap { text($0.value) })
+            #expect(!shown.contains(token) && !shown.contains(jwt) && !shown.contains("eyJpc3Mi"), "\(shown)")
+            #expect(shown.hasPrefix("the Kafka key \"0f1e2d3c…(64)\" differs from \"activity\" \"a-1\"; APNs 400 bearer <jwt redacted>"), "\(shown)")
+        }
+        #expect(full.key == bytes(token), "the original record is copied as it was")
+    }
 }

@@ -100,6 +100,13 @@ import Testing
         withExtendedLifetime(producer) {}
     }
 
+    @Test func unhandledErrorsReachStderrWithoutTokensOrJWTs() {
+        let token = String(repeating: "5a6b7c8d", count: 8), jwt = "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJYIn0.c2ln"
+        let line = KafkaProducer.unhandledErrorLine(KafkaError(.produce, reason: "topic \(token) for client \(jwt) failed"))
+        #expect(!line.contains(token) && !line.contains(jwt), "\(line)")
+        #expect(line.contains("topic 5a6b7c8d…(64) for client <jwt redacted> failed"), "\(line)")
+    }
+
     @Test func retriableBrokerErrorsAreRetriedBeforeTheReport() async throws {
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("retry")

@@ -118,6 +118,8 @@ struct APNsSimCommand: Command {
             let keyPath = directory + "/AuthKey_\(credentials.keyID).p8"
             let tokenPath = directory + "/provider-token.jwt"
             try credentials.privateKey.pemPKCS8().write(toFile: keyPath, atomically: true, encoding: .utf8)
+            // Owner-only, as a real key should be (the worker warns about a key others can read).
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
             let token = try credentials.providerToken()
             try token.write(toFile: tokenPath, atomically: true, encoding: .utf8)
             jwt = token

@@ -25,7 +25,7 @@ public struct TargetSnapshot: Sendable, Hashable {
     public var backoffUntil: Nanoseconds?
     public var retryAttempts: Int
     public var waitingForTokenSince: Nanoseconds?
-    /// First 8 characters of the usable token, never the whole token.
+    /// The usable token as `PushToken.redacted` shows it (at most 8 hex digits and its length), never whole.
     public var tokenPrefix: String?
     public var appPausedReason: String?
     public var nextTimer: Nanoseconds?
@@ -51,7 +51,7 @@ extension FanoutEngine {
             backoffUntil: target.backoffUntil > now ? target.backoffUntil : nil,
             retryAttempts: Int(target.attempts),
             waitingForTokenSince: target.tokenWaitSince >= 0 ? target.tokenWaitSince : nil,
-            tokenPrefix: token.map { $0.token.hexPrefix(4) + "…" },
+            tokenPrefix: token.map { $0.token.redacted },
             appPausedReason: paused[target.appIndex]?.reason,
             nextTimer: target.timerAt == .max ? nil : target.timerAt)
     }

@@ -163,8 +163,8 @@ final class APNsLanes: Sendable {
     }
 
     /// The APNs request for an engine send. Throws when the request cannot be built (the payload is
-    /// too large, the token is not hex): the engine dead-letters it as rejected. A broadcast's
-    /// `apns-expiration` is the engine's, from the channel's storage policy.
+    /// too large, the token is not hex): the engine dead-letters it as rejected. `apns-expiration` is
+    /// the engine's: a device push's stale date, a broadcast's from the channel's storage policy.
     static func request(for send: SendRequest) throws(APNsRequestError) -> APNsRequest {
         var payload = send.event.livePayload(defaultStaleAfter: nil)
         payload.staleDate = send.staleDate
@@ -175,7 +175,7 @@ final class APNsLanes: Sendable {
         case .activityToken(let token), .pushToStartToken(let token):
             // The hex is made here, where the path is built; the engine holds the token's bytes.
             return try .liveActivity(deviceToken: token.hex, bundleID: send.app, payload: bytes, priority: priority,
-                                     expiration: send.expiration > 0 ? send.expiration : nil)
+                                     expiration: send.expiration)
         case .channel(let channel):
             return try .broadcast(channelID: channel, bundleID: send.app, payload: bytes, priority: priority,
                                   expiration: send.expiration)

@@ -3,17 +3,18 @@ import FanoutCore
 
 extension TargetSnapshot {
     /// The JSON body of `/debug/targets/<key>`. Times are UNIX nanoseconds as the engine keeps them;
-    /// the token appears only as its redacted prefix.
+    /// the token appears only redacted, and every text (the key and a paused app's reason come from
+    /// outside) goes through `Redact.text`.
     func json() -> String {
         var out = "{\"lane\":\"\(lane.rawValue)\",\"key\":"
-        JSONString.append(key, to: &out)
+        JSONString.append(Redact.text(key), to: &out)
         out += ",\"app\":"
-        JSONString.append(app, to: &out)
+        JSONString.append(Redact.text(app), to: &out)
         out += ",\"ended\":\(ended),\"end_accepted\":\(endAccepted),\"sends\":\(sends),\"deliveries\":\(deliveries)"
         func field(_ name: String, _ value: Int64?) { out += ",\"\(name)\":" + (value.map(String.init) ?? "null") }
         func text(_ name: String, _ value: String?) {
             out += ",\"\(name)\":"
-            if let value { JSONString.append(value, to: &out) } else { out += "null" }
+            if let value { JSONString.append(Redact.text(value), to: &out) } else { out += "null" }
         }
         field("last_sent_timestamp", lastSentTimestamp)
         field("last_send_at", lastSendAt)

@@ -9,7 +9,8 @@ import Synchronization
 /// dead letters, backpressure, rebalance handling, graceful shutdown and the admin server.
 ///
 /// Lifecycle: `init` validates and builds every part (bad key files, Kafka properties or APNs
-/// settings throw a `WorkerError` with `isConfigurationError`); `start` checks the topic layout,
+/// settings throw a `WorkerError` with `isConfigurationError`; a key file others can read is logged
+/// as a warning); `start` checks the topic layout,
 /// joins the group and starts the threads; `stop(timeout:)` stops intake, drains in-flight sends up
 /// to `timeout`, commits, leaves the group and stops the APNs clients; `abort()` leaves without
 /// committing anything more (what a crash leaves behind, for tests). Thread-safe throughout.
@@ -46,6 +47,7 @@ public final class Worker: Sendable {
                 throw WorkerError(.configuration, "apps[\(index)].key_path: cannot use \(app.keyPath) as the APNs signing key of \(app.bundleID): \(error)")
             }
         }
+        SigningKeyCheck.warnAboutExposedKeys(configuration.apps, log: log)
         let tokenCache = ProviderTokenCache(refreshInterval: configuration.apns.jwtRefreshInterval)
         let lanes: APNsLanes
         do {

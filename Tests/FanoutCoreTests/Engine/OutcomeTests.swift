@@ -16,7 +16,7 @@ import Testing
         let snapshot = try #require(h.engine.snapshot(lane: .activity, target: "export-42", now: h.now))
         #expect(snapshot.retryAttempts == 1)
         #expect(snapshot.lastOutcome == OutcomeSummary(kind: .retry, status: 429))
-        #expect(snapshot.sends == 2 && snapshot.deliveries == 0 && snapshot.tokenPrefix == String(tokenA.hex.prefix(8)) + "…")
+        #expect(snapshot.sends == 2 && snapshot.deliveries == 0 && snapshot.tokenPrefix == "\(tokenA.hex.prefix(8))…(\(tokenA.hex.count))")
     }
 
     @Test func backoffIsCappedAndJittered() throws {

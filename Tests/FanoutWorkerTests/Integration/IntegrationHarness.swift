@@ -66,6 +66,7 @@ final class IntegrationHarness: Sendable {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         keyPath = scratch + "/worker.p8"
         try credentials.privateKey.pemPKCS8().write(toFile: keyPath, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)   // as a key should be
         let trusted = trustWorkerKey ? credentials : try SimulatorCredentials.generate(teamID: credentials.teamID, keyID: credentials.keyID)
         let files = try CertificateAuthority.generateLoopbackServerFiles(in: scratch)
         tls = (files.certificateChainPath, files.privateKeyPath, files.caCertificatePath)

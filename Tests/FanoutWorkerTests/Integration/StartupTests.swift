@@ -36,6 +36,24 @@ extension WorkerIntegration {
             #expect(error.message.contains("apps[0].key_path") && error.message.contains("missing.p8"))
         }
 
+        /// A signing key others can read works, with one warning at startup naming it; the owner's alone, none.
+        @Test func signingKeyReadableByOthersIsWarnedAbout() throws {
+            let harness = try IntegrationHarness(partitions: 1)
+            func warnings(worker name: String) -> [String] {
+                harness.logs.lines.filter { $0.hasPrefix("{\"worker\":\"\(name)\"") && $0.contains("signing key file is readable by group or others") }
+            }
+            _ = try harness.makeWorker(name: "private")
+            #expect(warnings(worker: "private").isEmpty)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: harness.keyPath)
+            _ = try harness.makeWorker(name: "exposed")
+            let line = try #require(warnings(worker: "exposed").first)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["level"] as? String == "warning")
+            #expect(object["key_path"] as? String == harness.keyPath && object["mode"] as? String == "0644")
+            #expect(object["app"] as? String == IntegrationHarness.app && object["key_id"] as? String == harness.credentials.keyID)
+            #expect(warnings(worker: "exposed").count == 1)
+        }
+
         @Test func unknownKafkaPropertyIsAConfigurationError() throws {
             let harness = try IntegrationHarness(partitions: 1)
             var configuration = harness.configuration()

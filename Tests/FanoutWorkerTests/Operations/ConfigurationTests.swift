@@ -319,7 +319,7 @@ extension ConfigurationTests {
             ("", ["FANOUT_ADMIN__PORT": "70000"], "admin.port"),
             ("", ["FANOUT_LOG_LEVEL": "verbose"], "log_level"),
             ("", ["FANOUT_APNS__BASE_URL": "http://127.0.0.1:8443"], "apns.base_url"),
-            ("", ["FANOUT_APNS__CA_FILE": "/nonexistent/ca.pem"], "apns.ca_file"),
+            ("", ["FANOUT_APNS__CA_FILE": "/nonexistent/ca.pem", "FANOUT_APNS__BASE_URL": "https://127.0.0.1:8443"], "apns.ca_file"),
             (#""kafka": {"topics": {"activity_tokens": "activity-updates"}}"#, [:], "kafka.topics"),
             (#""kafka": {"group_id": 7}"#, [:], "kafka.group_id"),
             (#""engine": {"progress_fields": {"ExportAttributes": "percent"}}"#, [:], "engine.progress_fields.ExportAttributes"),
@@ -327,6 +327,25 @@ extension ConfigurationTests {
         for (extra, env, key) in cases {
             let found = try keys(fixture, extra, env)
             #expect(found == [key], "expected exactly \(key) for \(extra) \(env), got \(found)")
+        }
+    }
+
+    /// TLS to Apple is verified against the system's CAs, always: a CA file is only for a custom endpoint
+    /// (a simulator), is refused for any of Apple's hosts, and is not silently ignored without one.
+    @Test func aCustomCAIsOnlyForCustomEndpoints() throws {
+        let fixture = try ConfigFixture()
+        let ca = fixture.keyPath   // any readable file: only its use is checked here
+        let cases: [([String: String], [String])] = [
+            (["FANOUT_APNS__CA_FILE": ca], ["apns.ca_file"]),
+            (["FANOUT_APNS__CA_FILE": ca, "FANOUT_APNS__BASE_URL": "https://api.push.apple.com"], ["apns.base_url"]),
+            (["FANOUT_APNS__CA_FILE": ca, "FANOUT_APNS__BASE_URL": "https://API.Sandbox.Push.Apple.com:2197"], ["apns.base_url"]),
+            (["FANOUT_APNS__CA_FILE": ca, "FANOUT_APNS__BASE_URL": "https://127.0.0.1:8443",
+              "FANOUT_APNS__MANAGEMENT_BASE_URL": "https://api-manage-broadcast.sandbox.push.apple.com.:2195"], ["apns.management_base_url"]),
+            (["FANOUT_APNS__CA_FILE": ca, "FANOUT_APNS__BASE_URL": "https://127.0.0.1:8443"], ["<loaded without error>"]),
+            (["FANOUT_APNS__BASE_URL": "https://api.push.apple.com"], ["<loaded without error>"]),
+        ]
+        for (env, expected) in cases {
+            #expect(try keys(fixture, "", env) == expected, "\(env)")
         }
     }
 

@@ -15,9 +15,12 @@ struct HTTP2RequestHeaders {
         block.add(":method", request.method.rawValue)
         block.add(":scheme", "https")
         block.add(":authority", endpoint.authority)
-        // Device paths differ per token, message ids per request: indexing them would only churn the HPACK table.
+        // Apple (APNS.md §1 "HPACK"): `:path` and `authorization` are literals without indexing. Device paths
+        // differ per token and message ids per request, so indexing them would only churn the table; the
+        // provider token is a secret that stays out of it. (nghttp2's deflater also keeps `:path` and
+        // `authorization` out on its own; RequestHeaderRulesTests checks what reaches the wire.)
         block.add(":path", endpoint.pathPrefix + request.path, index: !request.path.hasPrefix("/3/device/"))
-        block.add("authorization", authorization)
+        block.add("authorization", authorization, index: false)
         for header in request.headers {
             block.add(header.name, header.value, index: header.name != "apns-id" && header.name != "apns-request-id")
         }

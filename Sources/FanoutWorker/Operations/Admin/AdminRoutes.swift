@@ -35,7 +35,8 @@ public struct AdminRoutes: Sendable {
 
     static let targetPrefix = "/debug/targets/"
 
-    /// Routes one request. Pure apart from calling the providers.
+    /// Routes one request. Pure apart from calling the providers. Texts that can quote an APNs answer
+    /// or a request (readiness reasons, an unknown key) go through `Redact.text`.
     func respond(to request: AdminRequest) -> AdminResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
             return AdminResponse(status: 405, contentType: "application/json", body: Array("{\"error\":\"method not allowed\"}".utf8),
@@ -51,7 +52,7 @@ public struct AdminRoutes: Sendable {
             var body = "{\"ready\":\(state.isReady),\"reasons\":["
             for (index, reason) in state.reasons.enumerated() {
                 if index > 0 { body += "," }
-                JSONString.append(reason, to: &body)
+                JSONString.append(Redact.text(reason), to: &body)
             }
             body += "]}"
             return .json(state.isReady ? 200 : 503, body)
@@ -61,7 +62,7 @@ public struct AdminRoutes: Sendable {
                 guard !key.isEmpty else { return .json(400, "{\"error\":\"missing target key: use /debug/targets/<key>\"}") }
                 if let json = target(key) { return .json(200, json) }
                 var body = "{\"error\":\"unknown target\",\"key\":"
-                JSONString.append(key, to: &body)
+                JSONString.append(Redact.text(key), to: &body)
                 body += "}"
                 return .json(404, body)
             }

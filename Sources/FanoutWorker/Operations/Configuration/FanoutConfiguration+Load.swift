@@ -218,6 +218,7 @@ extension FanoutConfiguration {
         if let management { checkURL(management, key: r.key("management_base_url"), context: r.context, source: r.source(of: "management_base_url")) }
         let ca = r.optionalString("ca_file")
         if let ca { checkReadableFile(ca, key: r.key("ca_file"), what: "CA", context: r.context, source: r.source(of: "ca_file")) }
+        checkCustomCA(ca, base: base, management: management, r)
         let port = r.int("port", default: 443, range: 1...65535)
         if port != 443 && port != 2197 {
             r.context.issue(r.key("port"), "\(port) is not an APNs port; allowed 443 or 2197 (for a simulator set apns.base_url)", r.source(of: "port"))
@@ -232,6 +233,21 @@ extension FanoutConfiguration {
         r.finish()
         return APNs(baseURL: base, managementBaseURL: management, caFile: ca, port: port, requestTimeout: timeout,
                     laneFailingAfter: failingAfter, jwtRefreshInterval: refresh, transport: transport, activity: activity, broadcast: broadcast)
+    }
+
+    /// A CA file is trusted only for custom endpoints (a simulator, a test server): without one it would
+    /// be ignored, and for Apple's hosts it is refused, so Apple is verified against the system's CAs only.
+    private static func checkCustomCA(_ ca: String?, base: String?, management: String?, _ r: ConfigReader) {
+        guard ca != nil else { return }
+        if base == nil && management == nil {
+            r.context.issue(r.key("ca_file"), "applies only with apns.base_url or apns.management_base_url (a simulator or test "
+                            + "server); Apple's hosts are verified against the system's CAs, so remove it", r.source(of: "ca_file"))
+        }
+        for (name, url) in [("base_url", base), ("management_base_url", management)] {
+            guard let url, let host = URL(string: url)?.host, APNsModel.APNsEnvironment.isAppleHost(host) else { continue }
+            r.context.issue(r.key(name), "\(host) is Apple's: apns.ca_file cannot be trusted for it, Apple is verified against "
+                            + "the system's CAs only; remove apns.\(name) (Apple's hosts are the default) or apns.ca_file", r.source(of: name))
+        }
     }
 
     private static func checkURL(_ text: String, key: String, context: ConfigReadContext, source: ConfigSource?) {

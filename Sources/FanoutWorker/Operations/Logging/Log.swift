@@ -11,8 +11,9 @@ import Glibc
 /// are autoclosures, so a disabled level costs no formatting. Lines are written whole under a
 /// `Mutex`, so concurrent lines never interleave. Children made with `with(_:)` share the level and sink.
 ///
-/// Secrets: any string that looks like a JWT is replaced by `Redact.jwtPlaceholder`, and any field
-/// value that is a bare run of 32+ hex characters (a push token) is reduced with `Redact.token`.
+/// Secrets: the message and every string field go through `Redact.text`, so a JWT inside them becomes
+/// `Redact.jwtPlaceholder` and a run of 32+ hex digits (a push token) is reduced as `Redact.token`
+/// reduces it, whether the text is Fanout's own or quotes an APNs answer, librdkafka or an event.
 /// Callers should still pass tokens as `.token(_)`.
 public final class Log: Sendable {
     /// Receives one complete line, newline included.
@@ -108,7 +109,7 @@ public final class Log: Sendable {
         out.append(contentsOf: #"","level":""#.utf8)
         out.append(contentsOf: level.rawValue.utf8)
         out.append(contentsOf: #"","msg":"#.utf8)
-        JSONString.append(Redact.containsJWT(message) ? Redact.jwtPlaceholder : message, to: &out)
+        JSONString.append(Redact.text(message), to: &out)
         for (name, value) in context { appendField(name, value, to: &out) }
         for (name, value) in fields { appendField(name, value, to: &out) }
         out.append(contentsOf: "}\n".utf8)
@@ -120,10 +121,7 @@ public final class Log: Sendable {
         JSONString.append(reservedNames.contains(name) ? "field_" + name : name, to: &out)
         out.append(UInt8(ascii: ":"))
         switch value {
-        case .string(let text):
-            if Redact.containsJWT(text) { JSONString.append(Redact.jwtPlaceholder, to: &out) }
-            else if Redact.looksLikeToken(text) { JSONString.append(Redact.token(text), to: &out) }
-            else { JSONString.append(text, to: &out) }
+        case .string(let text): JSONString.append(Redact.text(text), to: &out)
         case .int(let n): out.append(contentsOf: String(n).utf8)
         case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)

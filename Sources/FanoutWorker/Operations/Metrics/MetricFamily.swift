@@ -1,3 +1,4 @@
+import APNsModel
 import Synchronization
 
 public enum MetricKind: String, Sendable {
@@ -25,12 +26,15 @@ public final class MetricFamily<Metric: Sendable>: Sendable {
         self.make = make
     }
 
-    /// The child for these label values, in the order of `labelNames`.
+    /// The child for these label values, in the order of `labelNames`. A value holding a push token or
+    /// a JWT (a reason quoting an APNs answer) is kept as `Redact.text` masks it, so `/metrics` never
+    /// shows one whole.
     public func labels(_ values: String...) -> Metric { labels(values) }
 
     public func labels(_ values: [String]) -> Metric {
         precondition(values.count == labelNames.count,
                      "metric \(name) takes labels \(labelNames), got \(values.count) values")
+        let values = Self.masked(values)
         return children.withLock { children in
             if let existing = children[values] { return existing }
             let metric = make()
@@ -43,7 +47,17 @@ public final class MetricFamily<Metric: Sendable>: Sendable {
     /// disappears from the exposition instead of lingering at a stale value. A handle still held keeps
     /// working but is no longer exported.
     public func remove(_ values: String...) {
+        let values = Self.masked(values)
         _ = children.withLock { $0.removeValue(forKey: values) }
+    }
+
+    /// The values as children are keyed: each masked by `Redact.text` (the array is copied only then).
+    private static func masked(_ values: [String]) -> [String] {
+        var values = values
+        for index in values.indices {
+            if let masked = Redact.masked(values[index]) { values[index] = masked }
+        }
+        return values
     }
 
     /// Children sorted by label values, for stable output.
