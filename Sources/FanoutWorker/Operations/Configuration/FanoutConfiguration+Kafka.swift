@@ -1,0 +1,60 @@
+import Foundation
+
+extension FanoutConfiguration {
+    /// Properties Fanout sets itself; passing them through would break its guarantees or hide a knob.
+    static let ownedKafkaProperties: [String: String] = [
+        "bootstrap.servers": "use kafka.bootstrap_servers",
+        "metadata.broker.list": "use kafka.bootstrap_servers",
+        "group.id": "use kafka.group_id",
+        "enable.auto.commit": "Fanout commits only after APNs acknowledged (DESIGN §4); it must stay false",
+        "enable.auto.offset.store": "Fanout stores offsets itself after acknowledgement; it must stay false",
+    ]
+
+    static func isSecretProperty(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["password", "secret", "key.pem", "oauthbearer.config", "jaas", "ssl_key"].contains { lowered.contains($0) }
+    }
+
+    static func readKafka(_ r: ConfigReader) -> Kafka {
+        let bootstrap = r.string("bootstrap_servers", default: "localhost:9092")
+        let group = r.string("group_id", default: "fanout")
+        let t = r.child("topics")
+        let topics = Topics(
+            activityUpdates: t.string("activity_updates", default: "activity-updates"),
+            broadcastUpdates: t.string("broadcast_updates", default: "broadcast-updates"),
+            activityTokens: t.string("activity_tokens", default: "activity-tokens"),
+            activityTokenFeedback: t.string("activity_token_feedback", default: "activity-token-feedback"),
+            dlqSuffix: t.string("dlq_suffix", default: "-dlq"))
+        t.finish()
+        let names = [topics.activityUpdates, topics.broadcastUpdates, topics.activityTokens, topics.activityTokenFeedback]
+        if Set(names).count != names.count {
+            r.context.issue(t.path, "topic names must be distinct, got \(names.joined(separator: ", "))", nil)
+        }
+        let commit = r.duration("commit_interval", default: .seconds(1), range: .milliseconds(100)...(.seconds(60)))
+
+        var properties: [String: String] = [:]
+        for (name, node) in r.entries("properties") {
+            let key = "\(r.key("properties")).\(name)"
+            if let why = ownedKafkaProperties[name] {
+                r.context.issue(key, "is set by Fanout: \(why)", node.source)
+                continue
+            }
+            let value: String
+            switch node {
+            case .string(let text, _): value = text
+            case .number, .bool: value = node.shown
+            default:
+                r.context.issue(key, "librdkafka properties are strings, numbers or booleans; got \(node.shown)", node.source)
+                continue
+            }
+            properties[name] = value
+            r.context.knobs.append(ConfigKnob(key: key, value: isSecretProperty(name) ? "<redacted>" : value, source: node.source))
+        }
+        for (name, value) in FanoutConfiguration.defaultKafkaProperties.sorted(by: { $0.key < $1.key }) where properties[name] == nil {
+            properties[name] = value
+            r.context.knobs.append(ConfigKnob(key: "\(r.key("properties")).\(name)", value: value, source: .defaultValue))
+        }
+        r.finish()
+        return Kafka(bootstrapServers: bootstrap, groupID: group, topics: topics, commitInterval: commit, properties: properties)
+    }
+}
