@@ -23,6 +23,14 @@ public struct KafkaConfiguration: Sendable, Hashable {
         KafkaConfiguration(properties.merging(defaults) { caller, _ in caller })
     }
 
+    /// For a client that joins no group (producer, partition reader): without `group.protocol`, which
+    /// only a group consumer uses (`KafkaGroupProtocol`) and a librdkafka before 2.4 refuses as unknown.
+    func outsideTheGroup() -> KafkaConfiguration {
+        var properties = properties
+        properties[KafkaGroupProtocol.property] = nil
+        return KafkaConfiguration(properties)
+    }
+
     /// Fails when the caller set one of `pinned` to anything but its required value, then pins them.
     func pinning(_ pinned: [String: String], client: String) throws -> KafkaConfiguration {
         for (name, required) in pinned.sorted(by: { $0.key < $1.key }) {

@@ -21,15 +21,26 @@ public final class KafkaConsumer: Sendable {
     static let pinned = ["enable.auto.commit": "false", "enable.auto.offset.store": "false"]
 
     /// - Parameter configuration: librdkafka properties (at least `bootstrap.servers`). Defaults:
-    ///   `partition.assignment.strategy=cooperative-sticky`, `auto.offset.reset=earliest`.
+    ///   `partition.assignment.strategy=cooperative-sticky` (classic protocol), `auto.offset.reset=earliest`.
+    ///   `group.protocol` is checked against the linked librdkafka (`KafkaGroupProtocol`): `consumer`
+    ///   where it is not generally available is refused, `classic` is not passed to a librdkafka
+    ///   that does not know the property.
     ///   - log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
     public init(configuration: KafkaConfiguration, groupID: String,
                 rebalance: KafkaRebalanceHandler = KafkaRebalanceHandler(), log: KafkaLogHandler? = nil) throws {
         guard !groupID.isEmpty else {
             throw KafkaError(.invalidConfiguration, reason: "the consumer group id is empty")
         }
-        var effective = try configuration
-            .withDefaults(["partition.assignment.strategy": "cooperative-sticky", "auto.offset.reset": "earliest"])
+        let resolution: KafkaGroupProtocol.Resolution
+        switch KafkaGroupProtocol.resolve(configuration.properties, librdkafka: .linked) {
+        case .success(let resolved): resolution = resolved
+        case .failure(let refusal): throw KafkaError(.invalidConfiguration, reason: refusal.reason)
+        }
+        var defaults = ["auto.offset.reset": "earliest"]
+        // Under KIP-848 the broker assigns: an assignor property would be refused.
+        if resolution.groupProtocol == .classic { defaults["partition.assignment.strategy"] = "cooperative-sticky" }
+        var effective = try KafkaConfiguration(resolution.properties)
+            .withDefaults(defaults)
             .pinning(Self.pinned, client: "group consumer")
         effective["group.id"] = groupID
         // The `cgrp` debug context carries the join state (GroupJoinWatch); lines the user did not ask
@@ -41,9 +52,11 @@ public final class KafkaConsumer: Sendable {
         }
         let conf = try RDKafkaConf(effective)
         conf.withPointer { rd_kafka_conf_set_rebalance_cb($0, fanoutRebalanceCallback) }
-        // librdkafka refuses to mix cooperative and eager assignors, so one entry decides.
+        // librdkafka refuses to mix cooperative and eager assignors, so one entry decides; KIP-848
+        // is incremental throughout.
         let assignors = (effective["partition.assignment.strategy"] ?? "").split(separator: ",")
-        let cooperative = assignors.contains { $0.trimmingCharacters(in: .whitespaces) == "cooperative-sticky" }
+        let cooperative = resolution.groupProtocol == .consumer
+            || assignors.contains { $0.trimmingCharacters(in: .whitespaces) == "cooperative-sticky" }
         context = RebalanceContext(handler: rebalance, cooperative: cooperative)
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf,
                                    context: ClientContext(log: log, rebalance: context,

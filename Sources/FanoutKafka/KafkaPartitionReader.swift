@@ -15,7 +15,7 @@ public final class KafkaPartitionReader: Sendable {
 
     /// - Parameter log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
     public init(configuration: KafkaConfiguration, log: KafkaLogHandler? = nil) throws {
-        let effective = try configuration
+        let effective = try configuration.outsideTheGroup()
             // librdkafka requires a group.id even for manual assignment; the reader never joins
             // the group nor commits, so sharing the worker's group id is harmless.
             .withDefaults(["enable.partition.eof": "true", "group.id": "fanout-partition-reader"])

@@ -1,3 +1,4 @@
+import FanoutKafka
 import Foundation
 
 extension FanoutConfiguration {
@@ -33,6 +34,7 @@ extension FanoutConfiguration {
         let commit = r.duration("commit_interval", default: .seconds(1), range: .milliseconds(100)...(.seconds(60)))
 
         var properties: [String: String] = [:]
+        var sources: [String: ConfigSource] = [:]
         for (name, node) in r.entries("properties") {
             let key = "\(r.key("properties")).\(name)"
             if let why = ownedKafkaProperties[name] {
@@ -48,7 +50,12 @@ extension FanoutConfiguration {
                 continue
             }
             properties[name] = value
+            sources[name] = node.source
             r.context.knobs.append(ConfigKnob(key: key, value: isSecretProperty(name) ? "<redacted>" : value, source: node.source))
+        }
+        if case .failure(let refusal) = KafkaGroupProtocol.resolve(properties, librdkafka: r.context.librdkafka) {
+            let name = KafkaGroupProtocol.property
+            r.context.issue("\(r.key("properties")).\(name)", refusal.reason, sources[name])
         }
         for (name, value) in FanoutConfiguration.defaultKafkaProperties.sorted(by: { $0.key < $1.key }) where properties[name] == nil {
             properties[name] = value

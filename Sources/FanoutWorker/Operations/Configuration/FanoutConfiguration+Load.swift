@@ -1,6 +1,7 @@
 import APNsModel
 import FanoutAPNs
 import FanoutCore
+import FanoutKafka
 import Foundation
 
 extension FanoutConfiguration {
@@ -20,7 +21,8 @@ extension FanoutConfiguration {
     }
 
     /// `load`, and every key the loader asked for (sections included): what `describe()` must cover.
-    static func loadReadingKeys(path: String?, environment: [String: String]) throws -> (configuration: FanoutConfiguration, asked: [String]) {
+    static func loadReadingKeys(path: String?, environment: [String: String],
+                                librdkafka: LibrdkafkaVersion = .linked) throws -> (configuration: FanoutConfiguration, asked: [String]) {
         var root: ConfigNode = .object([:], .defaultValue)
         var issues: [ConfigurationError.Issue] = []
         if let path {
@@ -41,7 +43,7 @@ extension FanoutConfiguration {
         }
         EnvironmentOverlay.apply(environment, to: &root, issues: &issues)
 
-        let context = ConfigReadContext()
+        let context = ConfigReadContext(librdkafka: librdkafka)
         context.issues = issues
         let reader = ConfigReader(path: "", node: root, context: context)
         let configuration = read(reader)

@@ -1,0 +1,69 @@
+import FanoutKafka
+import Foundation
+import Testing
+@testable import FanoutWorker
+
+/// The Kafka group conventions of the configuration (DESIGN.md §6): `group.protocol` checked against
+/// the linked librdkafka.
+@Suite struct GroupProtocolConfigurationTests {
+    func load(_ fixture: ConfigFixture, properties: String, librdkafka: LibrdkafkaVersion = .linked) throws -> FanoutConfiguration {
+        try FanoutConfiguration.loadReadingKeys(path: try fixture.file(#""kafka": {"properties": {\#(properties)}}"#),
+                                                environment: [:], librdkafka: librdkafka).configuration
+    }
+
+    func issues(_ fixture: ConfigFixture, properties: String, librdkafka: LibrdkafkaVersion = .linked,
+                environment: [String: String] = [:]) throws -> [ConfigurationError.Issue] {
+        let path = try fixture.file(#""kafka": {"properties": {\#(properties)}}"#)
+        do {
+            _ = try FanoutConfiguration.loadReadingKeys(path: path, environment: environment, librdkafka: librdkafka)
+            return []
+        } catch let error as ConfigurationError {
+            return error.issues
+        }
+    }
+
+    @Test func consumerBeforeLibrdkafka2_12IsRefusedAtLoadNamingTheVersionAndTheSource() throws {
+        let fixture = try ConfigFixture()
+        let found = try issues(fixture, properties: #""group.protocol": "consumer""#, librdkafka: LibrdkafkaVersion(2, 0, 2))
+        let issue = try #require(found.first)
+        #expect(found.count == 1)
+        #expect(issue.key == "kafka.properties.group.protocol")
+        #expect(issue.message.contains("librdkafka 2.0.2") && issue.message.contains("librdkafka ≥ 2.12.0 and Kafka ≥ 4.0"), "\(issue)")
+        if case .file? = issue.source {} else { Issue.record("the issue names no file: \(issue)") }
+        // From the environment, the variable is named.
+        let fromEnvironment = try issues(fixture, properties: "", librdkafka: LibrdkafkaVersion(2, 0, 2),
+                                         environment: ["FANOUT_KAFKA__GROUP_PROTOCOL": "consumer"])
+        #expect(fromEnvironment.map(\.source) == [.environment(variable: "FANOUT_KAFKA__GROUP_PROTOCOL")])
+    }
+
+    @Test func theLinkedLibrdkafkaDecides() throws {
+        let fixture = try ConfigFixture()
+        let found = try issues(fixture, properties: #""group.protocol": "consumer""#)
+        if LibrdkafkaVersion.linked < KafkaGroupProtocol.consumerProtocolSince {
+            #expect(found.first?.message.contains("librdkafka \(LibrdkafkaVersion.linked.text)") == true, "\(found)")
+        } else {
+            #expect(found == [])
+        }
+    }
+
+    @Test func consumerFrom2_12LoadsAndRefusesTheClassicOnlyProperties() throws {
+        let fixture = try ConfigFixture()
+        let current = LibrdkafkaVersion(2, 12, 0)
+        let loaded = try load(fixture, properties: #""group.protocol": "consumer", "group.remote.assignor": "uniform""#, librdkafka: current)
+        #expect(loaded.kafka.properties["group.protocol"] == "consumer")
+        let found = try issues(fixture, properties: #""group.protocol": "consumer", "session.timeout.ms": 6000, "heartbeat.interval.ms": 500"#,
+                               librdkafka: current)
+        #expect(found.map(\.key) == ["kafka.properties.group.protocol"])
+        #expect(found.first?.message.contains("does not take heartbeat.interval.ms, session.timeout.ms") == true, "\(found)")
+    }
+
+    @Test func classicLoadsOnEveryVersionAndIsPrinted() throws {
+        let fixture = try ConfigFixture()
+        for version in [LibrdkafkaVersion(2, 0, 2), LibrdkafkaVersion(2, 12, 0)] {
+            let loaded = try load(fixture, properties: #""group.protocol": "classic""#, librdkafka: version)
+            // The configuration keeps what was written; the clients decide what reaches librdkafka.
+            #expect(loaded.kafka.properties["group.protocol"] == "classic")
+            #expect(loaded.describe().split(separator: "\n").contains { $0.hasPrefix("kafka.properties.group.protocol ") && $0.contains("classic") })
+        }
+    }
+}
