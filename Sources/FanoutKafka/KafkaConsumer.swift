@@ -21,7 +21,8 @@ public final class KafkaConsumer: Sendable {
     static let pinned = ["enable.auto.commit": "false", "enable.auto.offset.store": "false"]
 
     /// - Parameter configuration: librdkafka properties (at least `bootstrap.servers`). Defaults:
-    ///   `partition.assignment.strategy=cooperative-sticky` (classic protocol), `auto.offset.reset=earliest`.
+    ///   `partition.assignment.strategy=cooperative-sticky` (classic protocol), `auto.offset.reset=earliest`;
+    ///   pinned: no auto commit or offset store, `isolation.level=read_committed`.
     ///   `group.protocol` is checked against the linked librdkafka (`KafkaGroupProtocol`): `consumer`
     ///   where it is not generally available is refused, `classic` is not passed to a librdkafka
     ///   that does not know the property.
@@ -42,6 +43,7 @@ public final class KafkaConsumer: Sendable {
         var effective = try KafkaConfiguration(resolution.properties)
             .withDefaults(defaults)
             .pinning(Self.pinned, client: "group consumer")
+            .pinning(KafkaConfiguration.readCommitted, client: "group consumer", because: KafkaConfiguration.readCommittedReason)
         effective["group.id"] = groupID
         // The `cgrp` debug context carries the join state (GroupJoinWatch); lines the user did not ask
         // for stay unforwarded.
@@ -250,6 +252,9 @@ public final class KafkaConsumer: Sendable {
             throw KafkaError(.closed, err, "leaving the group failed: \(KafkaResponseCode(err).message)")
         }
     }
+
+    /// What librdkafka holds for `property` (nil when unset): for tests that a setting reached it.
+    func configuredValue(of property: String) -> String? { client.configuredValue(of: property) }
 
     private func ensureOpen() throws {
         if closed.withLock({ $0 }) {

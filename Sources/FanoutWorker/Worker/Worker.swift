@@ -54,7 +54,7 @@ public final class Worker: Sendable {
         }
         let producer: KafkaProducer
         do {
-            producer = try KafkaProducer(configuration: settings.kafka, onError: { error in
+            producer = try KafkaProducer(configuration: settings.producerKafka, onError: { error in
                 log.warning("Kafka producer error", ["error": .string(error.description)])
             }, log: KafkaLogBridge.handler(log))
         } catch {

@@ -67,3 +67,36 @@ import Testing
         }
     }
 }
+
+/// `isolation.level=read_committed` is one of Fanout's written-out defaults, and the only value allowed.
+@Suite struct IsolationLevelConfigurationTests {
+    @Test func readCommittedIsADefaultPrintedAsSuch() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: try fixture.file(), environment: [:])
+        #expect(config.kafka.properties["isolation.level"] == "read_committed")
+        let line = try #require(config.describe().split(separator: "\n").first { $0.hasPrefix("kafka.properties.isolation.level ") })
+        #expect(line.contains("read_committed") && line.hasSuffix("# default"))
+    }
+
+    @Test func readUncommittedIsRefusedSayingWhy() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_KAFKA__ISOLATION_LEVEL": "read_uncommitted"]))
+        let issue = try #require(error.issues.first)
+        #expect(error.issues.count == 1)
+        #expect(issue.key == "kafka.properties.isolation.level")
+        #expect(issue.source == .environment(variable: "FANOUT_KAFKA__ISOLATION_LEVEL"))
+        #expect(issue.message.contains("'read_uncommitted' is not allowed, only 'read_committed'") && issue.message.contains("aborted")
+                && issue.message.contains("Remove the property"), "\(issue)")
+        // Restating the value is fine, and it is then printed as the file's.
+        let restated = try FanoutConfiguration.load(path: try fixture.file(#""kafka": {"properties": {"isolation.level": "READ_COMMITTED"}}"#), environment: [:])
+        #expect(restated.knobs.first { $0.key == "kafka.properties.isolation.level" }?.source != .defaultValue)
+    }
+
+    @Test func theWorkersConsumersGetItAndItsProducerDoesNot() throws {
+        let settings = WorkerSettings(configuration: FanoutConfiguration.defaults(), options: WorkerOptions(randomSeed: 1))
+        #expect(settings.kafka["isolation.level"] == "read_committed" && settings.kafka["fetch.wait.max.ms"] == "10")
+        // Consumer properties on a producer only draw librdkafka warnings ("is a consumer property and will be ignored").
+        #expect(settings.producerKafka["isolation.level"] == nil && settings.producerKafka["fetch.wait.max.ms"] == nil)
+        #expect(settings.producerKafka["bootstrap.servers"] == settings.kafka["bootstrap.servers"])
+    }
+}

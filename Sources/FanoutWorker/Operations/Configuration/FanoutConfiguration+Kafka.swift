@@ -11,6 +11,11 @@ extension FanoutConfiguration {
         "enable.auto.offset.store": "Fanout stores offsets itself after acknowledgement; it must stay false",
     ]
 
+    /// Properties that may be restated but not changed, with why Fanout needs their value.
+    static let requiredKafkaProperties: [String: (value: String, why: String)] = [
+        "isolation.level": ("read_committed", "read_uncommitted would deliver records of aborted and still-open transactions, states that never happened, to Lock Screens, where a push cannot be taken back. Remove the property: Fanout reads committed records only (a producer's transaction left open holds its partition back until that producer's transaction.timeout.ms)"),
+    ]
+
     static func isSecretProperty(_ name: String) -> Bool {
         let lowered = name.lowercased()
         return ["password", "secret", "key.pem", "oauthbearer.config", "jaas", "ssl_key"].contains { lowered.contains($0) }
@@ -47,6 +52,10 @@ extension FanoutConfiguration {
             case .number, .bool: value = node.shown
             default:
                 r.context.issue(key, "librdkafka properties are strings, numbers or booleans; got \(node.shown)", node.source)
+                continue
+            }
+            if let required = requiredKafkaProperties[name], value.trimmingCharacters(in: .whitespaces).lowercased() != required.value {
+                r.context.issue(key, "'\(value)' is not allowed, only '\(required.value)': \(required.why)", node.source)
                 continue
             }
             properties[name] = value

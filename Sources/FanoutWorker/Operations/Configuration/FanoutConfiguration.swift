@@ -27,11 +27,14 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var properties: [String: String]
     }
 
-    /// librdkafka properties Fanout sets unless the configuration does. `fetch.wait.max.ms`: librdkafka's
-    /// 500 ms is paid whenever a partition is newly fetched or resumed with nothing buffered (a token
-    /// partition read on assignment, a partition resumed after backpressure); 10 ms costs an idle worker
-    /// about 100 small fetch requests a second per broker.
-    public static let defaultKafkaProperties = ["fetch.wait.max.ms": "10"]
+    /// librdkafka properties Fanout sets unless the configuration does; all of them consumer properties,
+    /// so the producer is not given them (librdkafka would warn that it ignores each).
+    /// `fetch.wait.max.ms`: librdkafka's 500 ms is paid whenever a partition is newly fetched or
+    /// resumed with nothing buffered (a token partition read on assignment, a partition resumed after
+    /// backpressure); 10 ms costs an idle worker about 100 small fetch requests a second per broker.
+    /// `isolation.level`: librdkafka's default too, written out because Fanout rests on it — records of
+    /// aborted transactions are never read; another value is refused (`requiredKafkaProperties`).
+    public static let defaultKafkaProperties = ["fetch.wait.max.ms": "10", "isolation.level": "read_committed"]
 
     public struct Topics: Sendable, Equatable {
         public var activityUpdates: String
