@@ -100,3 +100,54 @@ import Testing
         #expect(settings.producerKafka["bootstrap.servers"] == settings.kafka["bootstrap.servers"])
     }
 }
+
+/// `kafka.group_instance_id`: static membership, named per worker (e.g. from the pod name).
+@Suite struct GroupInstanceIDConfigurationTests {
+    @Test func unsetByDefaultAndPrintedSo() throws {
+        let fixture = try ConfigFixture()
+        let config = try FanoutConfiguration.load(path: try fixture.file(), environment: [:])
+        #expect(config.kafka.groupInstanceID == nil)
+        #expect(FanoutConfiguration.defaults().kafka.groupInstanceID == nil)
+        let line = try #require(config.describe().split(separator: "\n").first { $0.hasPrefix("kafka.group_instance_id ") })
+        #expect(line.contains("(none)") && line.hasSuffix("# default"))
+    }
+
+    @Test func fromTheFileOrTheEnvironmentWhichWins() throws {
+        let fixture = try ConfigFixture()
+        let path = try fixture.file(#""kafka": {"group_instance_id": "fanout-from-file"}"#)
+        #expect(try FanoutConfiguration.load(path: path, environment: [:]).kafka.groupInstanceID == "fanout-from-file")
+        let config = try FanoutConfiguration.load(path: path, environment: ["FANOUT_KAFKA__GROUP_INSTANCE_ID": "fanout-7f9c4-0"])
+        #expect(config.kafka.groupInstanceID == "fanout-7f9c4-0")
+        // The variable names Fanout's key, not a librdkafka property passed through.
+        #expect(config.kafka.properties["group.instance.id"] == nil)
+        let line = try #require(config.describe().split(separator: "\n").first { $0.hasPrefix("kafka.group_instance_id ") })
+        #expect(line.contains("fanout-7f9c4-0") && line.hasSuffix("# env FANOUT_KAFKA__GROUP_INSTANCE_ID"), "\(line)")
+    }
+
+    @Test(arguments: ["", "pod 1", "fanout/0", "fanout-ü", ".", "..", String(repeating: "a", count: 250)])
+    func anUnusableIdIsRefusedSayingWhatKafkaAccepts(_ id: String) throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(), ["FANOUT_KAFKA__GROUP_INSTANCE_ID": id]))
+        let issue = try #require(error.issues.first)
+        #expect(error.issues.count == 1)
+        #expect(issue.key == "kafka.group_instance_id" && issue.source == .environment(variable: "FANOUT_KAFKA__GROUP_INSTANCE_ID"))
+        if id.isEmpty {
+            #expect(issue.message.contains("is empty") && issue.message.contains("an unset variable"), "\(issue)")
+        } else {
+            #expect(issue.message.contains("is not a group instance id Kafka accepts") && issue.message.contains("1…249"), "\(issue)")
+        }
+    }
+
+    @Test(arguments: ["fanout-0", "Fanout_worker.3", String(repeating: "a", count: 249)])
+    func aUsableIdLoads(_ id: String) throws {
+        let fixture = try ConfigFixture()
+        #expect(try FanoutConfiguration.load(path: try fixture.file(), environment: ["FANOUT_KAFKA__GROUP_INSTANCE_ID": id]).kafka.groupInstanceID == id)
+    }
+
+    @Test func theLibrdkafkaPropertyIsRefusedPointingAtTheKey() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(#""kafka": {"properties": {"group.instance.id": "fanout-0"}}"#)))
+        #expect(error.issues.map(\.key) == ["kafka.properties.group.instance.id"])
+        #expect(error.issues.first?.message.contains("use kafka.group_instance_id") == true)
+    }
+}

@@ -104,13 +104,14 @@ final class ConfigReader {
         return text
     }
 
-    /// An optional string: absent and `null` mean nil.
-    func optionalString(_ name: String) -> String? {
+    /// An optional string: absent and `null` mean nil; empty is an issue unless `allowEmpty` (the
+    /// caller then says what an empty value means).
+    func optionalString(_ name: String, allowEmpty: Bool = false) -> String? {
         guard let node = take(name) else {
             record(name, "(none)", .defaultValue)
             return nil
         }
-        guard case .string(let text, let source) = node, !text.isEmpty else {
+        guard case .string(let text, let source) = node, allowEmpty || !text.isEmpty else {
             context.issue(key(name), "expected a non-empty string, got \(node.shown)", node.source)
             return nil
         }

@@ -19,6 +19,12 @@ public struct FanoutConfiguration: Sendable, Equatable {
     public struct Kafka: Sendable, Equatable {
         public var bootstrapServers: String
         public var groupID: String
+        /// Static membership (KIP-345, librdkafka's `group.instance.id`): a stable name per worker, e.g.
+        /// the pod name. A restarted worker with the same name takes its partitions back without a
+        /// rebalance, if it returns within the session timeout; stopping does not leave the group, so
+        /// a worker that does not come back holds its partitions for a whole session timeout.
+        /// nil: a dynamic member, which leaves the group on stop.
+        public var groupInstanceID: String?
         public var topics: Topics
         /// How often done offsets are committed (also on revoke and shutdown).
         public var commitInterval: Duration
