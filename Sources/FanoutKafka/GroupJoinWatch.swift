@@ -18,6 +18,9 @@ final class GroupJoinWatch: Sendable {
     /// Whether the member is in librdkafka's `steady` join state (its assignment applied).
     private let steady = Atomic(false)
 
+    /// Settled: the last join state librdkafka reported is `steady` (no JoinGroup/SyncGroup round under way).
+    var isSteady: Bool { steady.load(ordering: .acquiring) }
+
     init(rejoining: @escaping @Sendable () -> Void) {
         self.rejoining = rejoining
     }

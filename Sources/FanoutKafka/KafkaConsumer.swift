@@ -4,7 +4,8 @@ import Foundation
 import Synchronization
 
 /// A consumer-group member: cooperative-sticky assignment, no auto commit, no auto offset store;
-/// the owner commits explicit offsets after its work is done.
+/// the owner commits explicit offsets after its work is done. Dynamic, or static with a
+/// `groupInstanceID` (then `close` does not leave the group).
 ///
 /// Threading: `poll` blocks and must run on a thread the caller owns (never Swift's cooperative
 /// pool); rebalance handler closures run inside `poll`/`close` on that thread. `commit`,
@@ -12,26 +13,54 @@ import Synchronization
 /// `resume` and `assignment` are cheap and safe from any thread.
 public final class KafkaConsumer: Sendable {
     public let groupID: String
-    private let client: RDKafkaClient
-    private let context: RebalanceContext
-    private let commits: CommitQueue
-    private let closed = Mutex(false)
+    /// Set: a static member (KIP-345), which `close` takes out of service without leaving the group.
+    public let groupInstanceID: String?
+    let client: RDKafkaClient
+    let context: RebalanceContext
+    let groupJoin: GroupJoinWatch
+    let commits: CommitQueue
+    let closed = Mutex(false)
+    /// Whether `subscribe` ever succeeded: only then is there a group membership to settle on close.
+    let subscribed = Atomic(false)
 
     /// Properties Fanout pins: changing them would break commit-after-ack.
     static let pinned = ["enable.auto.commit": "false", "enable.auto.offset.store": "false"]
 
     /// - Parameter configuration: librdkafka properties (at least `bootstrap.servers`). Defaults:
-    ///   `partition.assignment.strategy=cooperative-sticky`, `auto.offset.reset=earliest`.
+    ///   `partition.assignment.strategy=cooperative-sticky` (classic protocol), `auto.offset.reset=earliest`;
+    ///   pinned: no auto commit or offset store, `isolation.level=read_committed`.
+    ///   `group.protocol` is checked against the linked librdkafka (`KafkaGroupProtocol`): `consumer`
+    ///   where it is not generally available is refused, `classic` is not passed to a librdkafka
+    ///   that does not know the property.
+    ///   - groupInstanceID: librdkafka's `group.instance.id` (static membership), e.g. the pod name;
+    ///     nil for a dynamic member. Also taken from `configuration` when set there.
     ///   - log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
-    public init(configuration: KafkaConfiguration, groupID: String,
+    public init(configuration: KafkaConfiguration, groupID: String, groupInstanceID: String? = nil,
                 rebalance: KafkaRebalanceHandler = KafkaRebalanceHandler(), log: KafkaLogHandler? = nil) throws {
         guard !groupID.isEmpty else {
             throw KafkaError(.invalidConfiguration, reason: "the consumer group id is empty")
         }
-        var effective = try configuration
-            .withDefaults(["partition.assignment.strategy": "cooperative-sticky", "auto.offset.reset": "earliest"])
+        let instance = groupInstanceID ?? configuration["group.instance.id"]
+        if let instance, instance.isEmpty {
+            throw KafkaError(.invalidConfiguration, reason: "the group instance id is empty; name this member, or give none for a dynamic member")
+        }
+        if let given = configuration["group.instance.id"], let groupInstanceID, given != groupInstanceID {
+            throw KafkaError(.invalidConfiguration, reason: "two group instance ids: '\(groupInstanceID)' and group.instance.id '\(given)'; give one")
+        }
+        let resolution: KafkaGroupProtocol.Resolution
+        switch KafkaGroupProtocol.resolve(configuration.properties, librdkafka: .linked) {
+        case .success(let resolved): resolution = resolved
+        case .failure(let refusal): throw KafkaError(.invalidConfiguration, reason: refusal.reason)
+        }
+        var defaults = ["auto.offset.reset": "earliest"]
+        // Under KIP-848 the broker assigns: an assignor property would be refused.
+        if resolution.groupProtocol == .classic { defaults["partition.assignment.strategy"] = "cooperative-sticky" }
+        var effective = try KafkaConfiguration(resolution.properties)
+            .withDefaults(defaults)
             .pinning(Self.pinned, client: "group consumer")
+            .pinning(KafkaConfiguration.readCommitted, client: "group consumer", because: KafkaConfiguration.readCommittedReason)
         effective["group.id"] = groupID
+        effective["group.instance.id"] = instance
         // The `cgrp` debug context carries the join state (GroupJoinWatch); lines the user did not ask
         // for stay unforwarded.
         let requested = effective["debug"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
@@ -41,15 +70,18 @@ public final class KafkaConsumer: Sendable {
         }
         let conf = try RDKafkaConf(effective)
         conf.withPointer { rd_kafka_conf_set_rebalance_cb($0, fanoutRebalanceCallback) }
-        // librdkafka refuses to mix cooperative and eager assignors, so one entry decides.
+        // librdkafka refuses to mix cooperative and eager assignors, so one entry decides; KIP-848
+        // is incremental throughout.
         let assignors = (effective["partition.assignment.strategy"] ?? "").split(separator: ",")
-        let cooperative = assignors.contains { $0.trimmingCharacters(in: .whitespaces) == "cooperative-sticky" }
+        let cooperative = resolution.groupProtocol == .consumer
+            || assignors.contains { $0.trimmingCharacters(in: .whitespaces) == "cooperative-sticky" }
         context = RebalanceContext(handler: rebalance, cooperative: cooperative)
+        groupJoin = GroupJoinWatch(rejoining: rebalance.rejoining)
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf,
-                                   context: ClientContext(log: log, rebalance: context,
-                                                          groupJoin: GroupJoinWatch(rejoining: rebalance.rejoining),
+                                   context: ClientContext(log: log, rebalance: context, groupJoin: groupJoin,
                                                           forwardedLevel: forwardedLevel))
         self.groupID = groupID
+        self.groupInstanceID = instance
         commits = CommitQueue(client: client)
         // Route the main queue (errors, logs as events) to the consumer queue served by poll.
         _ = client.withHandle { rd_kafka_poll_set_consumer($0) }
@@ -69,6 +101,7 @@ public final class KafkaConsumer: Sendable {
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw KafkaError(.subscribe, err, "could not subscribe to \(topics.joined(separator: ", ")): \(KafkaResponseCode(err).message)")
         }
+        subscribed.store(true, ordering: .relaxed)
     }
 
     /// Blocking: waits up to `timeout` for the first record or event, then returns what is ready,
@@ -157,88 +190,10 @@ public final class KafkaConsumer: Sendable {
         return try client.partitionCounts(of: topics, timeout: timeout)
     }
 
-    /// Blocking, bounded by `timeout`: leaves the group, in any state (before the first assignment,
-    /// while joining, during a rebalance, after a lost assignment). The rebalance handler's
-    /// `revoking` runs for the current assignment (commit there or before). Outstanding
-    /// `commitAsync` calls are answered (by librdkafka, or `.closed`): see `drainCommitAnswers`.
-    /// Throws the first revoke-commit failure, a close failure, or `.closed` when librdkafka did
-    /// not finish in time. Later calls do nothing.
-    ///
-    /// How: unsubscribe first and keep serving the group on this thread until the assignment is
-    /// empty and no rebalance callback has run for `quietPeriod`, so revoke (and any assignment
-    /// still in flight, e.g. a rejoin after a lost assignment) is handled here and not inside
-    /// librdkafka's close — librdkafka 2.0.2 can hang forever when an assignment reaches a
-    /// cooperative consumer that is closing (confluentinc/librdkafka#4527). Records fetched meanwhile
-    /// are dropped unseen, so nothing is committed past them. Then `rd_kafka_consumer_close` runs on
-    /// a helper thread; if it has not returned by the deadline this throws and leaves that thread
-    /// (and the handle it holds) behind instead of blocking the caller: the group reassigns the
-    /// partitions after `session.timeout.ms`, from the last commit.
-    ///
-    /// A member whose JoinGroup was answered but that never completed a SyncGroup (closed while
-    /// joining or rejoining, before its first assignment) has left the group when this returns, but
-    /// its librdkafka handle is never destroyed: librdkafka 2.0.2 aborts the process destroying a
-    /// cooperative-sticky consumer in that state (`rd_kafka_sticky_assignor_state_destroy:
-    /// Assertion 'assignor_state' failed`, confluentinc/librdkafka#4312, fixed in 2.3.0). The
-    /// handle's memory and idle threads stay until the process exits.
-    public func close(timeout: Duration = .seconds(30), quietPeriod: Duration = .milliseconds(500)) throws {
-        let wasClosed = closed.withLock { closed in
-            defer { closed = true }
-            return closed
-        }
-        guard !wasClosed else { return }
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        let unsubscribed = client.withHandle { rd_kafka_unsubscribe($0) }
-        if unsubscribed == RD_KAFKA_RESP_ERR_NO_ERROR {
-            var seen = context.callbacks.load(ordering: .relaxed)
-            var quietSince = clock.now
-            while clock.now < deadline {
-                do {
-                    _ = try client.pollBatch(timeout: .milliseconds(50), maxMessages: 1000)
-                } catch {
-                    break   // fatal: nothing more to serve; close reports the state below
-                }
-                commits.collect()
-                let served = context.callbacks.load(ordering: .relaxed)
-                if served != seen {
-                    seen = served
-                    quietSince = clock.now
-                } else if clock.now - quietSince >= quietPeriod, (try? client.assignment())?.isEmpty ?? true {
-                    break
-                }
-            }
-        }
-        // Unsubscribed, the member accepts no further JoinGroup response, so the assignor librdkafka
-        // chose (if any) is final here; its state exists once a SyncGroup succeeded.
-        if context.cooperative, !context.synced.load(ordering: .relaxed), client.rebalanceProtocol != "NONE" {
-            client.neverDestroy()
-        }
-        let finished = DispatchSemaphore(value: 0)
-        let result = Mutex<rd_kafka_resp_err_t?>(nil)
-        let client = client
-        let closer = Thread {
-            let err = client.withHandle { rd_kafka_consumer_close($0) }
-            result.withLock { $0 = err }
-            finished.signal()
-        }
-        closer.name = "fanout-kafka-close"
-        closer.start()
-        let remaining = max(deadline - clock.now, .milliseconds(100))
-        let timedOut = finished.wait(timeout: .now() + .milliseconds(Int(remaining.milliseconds))) == .timedOut
-        commits.close(groupID: groupID)
-        if let failure = context.drainErrors().first(where: { $0.code == .commit }) { throw failure }
-        if timedOut {
-            throw KafkaError(.closed, reason: "leaving group '\(groupID)' did not finish within \(timeout); the group reassigns its partitions after the session timeout, from the last commit")
-        }
-        if unsubscribed != RD_KAFKA_RESP_ERR_NO_ERROR {
-            throw KafkaError(.closed, unsubscribed, "unsubscribing before leaving the group failed: \(KafkaResponseCode(unsubscribed).message)")
-        }
-        if let err = result.withLock({ $0 }), err != RD_KAFKA_RESP_ERR_NO_ERROR {
-            throw KafkaError(.closed, err, "leaving the group failed: \(KafkaResponseCode(err).message)")
-        }
-    }
+    /// What librdkafka holds for `property` (nil when unset): for tests that a setting reached it.
+    func configuredValue(of property: String) -> String? { client.configuredValue(of: property) }
 
-    private func ensureOpen() throws {
+    func ensureOpen() throws {
         if closed.withLock({ $0 }) {
             throw KafkaError(.closed, reason: "the consumer of group '\(groupID)' is closed")
         }

@@ -15,11 +15,12 @@ public final class KafkaPartitionReader: Sendable {
 
     /// - Parameter log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
     public init(configuration: KafkaConfiguration, log: KafkaLogHandler? = nil) throws {
-        let effective = try configuration
+        let effective = try configuration.outsideTheGroup()
             // librdkafka requires a group.id even for manual assignment; the reader never joins
             // the group nor commits, so sharing the worker's group id is harmless.
             .withDefaults(["enable.partition.eof": "true", "group.id": "fanout-partition-reader"])
             .pinning(["enable.auto.commit": "false"], client: "partition reader")
+            .pinning(KafkaConfiguration.readCommitted, client: "partition reader", because: KafkaConfiguration.readCommittedReason)
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: try RDKafkaConf(effective), context: ClientContext(log: log))
         _ = client.withHandle { rd_kafka_poll_set_consumer($0) }
     }
@@ -88,6 +89,9 @@ public final class KafkaPartitionReader: Sendable {
         guard !wasClosed else { return }
         _ = client.withHandle { rd_kafka_consumer_close($0) }
     }
+
+    /// What librdkafka holds for `property` (nil when unset): for tests that a setting reached it.
+    func configuredValue(of property: String) -> String? { client.configuredValue(of: property) }
 
     private func ensureOpen() throws {
         if closed.withLock({ $0 }) { throw KafkaError(.closed, reason: "the partition reader is closed") }

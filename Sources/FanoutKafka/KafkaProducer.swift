@@ -26,7 +26,7 @@ public final class KafkaProducer: Sendable {
     /// - Parameter log: receives librdkafka's log lines; `nil` leaves librdkafka's own stderr logger.
     public init(configuration: KafkaConfiguration, onError: (@Sendable (KafkaError) -> Void)? = nil,
                 log: KafkaLogHandler? = nil) throws {
-        let effective = try configuration
+        let effective = try configuration.outsideTheGroup()
             .withDefaults(["acks": "all", "queue.buffering.max.messages": "100000", "delivery.timeout.ms": "30000"])
             .pinning(["enable.idempotence": "true"], client: "producer")
         let conf = try RDKafkaConf(effective)

@@ -8,19 +8,23 @@ import FanoutCore
 /// `@unchecked Sendable`: owns the client and mock-cluster pointers, immutable after init; the
 /// mock cluster API is thread-safe (each call is a request to the cluster's own thread).
 public final class MockKafkaCluster: @unchecked Sendable {
-    private let handle: OpaquePointer
+    /// The client whose threads serve the brokers; destroyed after the cluster (stored-property release follows `deinit`).
+    private let client: RDKafkaClient
     private let cluster: OpaquePointer
     public let bootstrapServers: String
     public let brokerCount: Int
 
-    public init(brokers: Int = 1) throws {
+    /// - Parameter log: receives the brokers' own debug lines (librdkafka's `mock` context: every
+    ///   request received, group state changes, members leaving or timing out), on the brokers'
+    ///   thread as they happen; for tests that watch what the broker saw. nil: errors only, to stderr.
+    public init(brokers: Int = 1, log: KafkaLogHandler? = nil) throws {
         guard (1...16).contains(brokers) else {
             throw KafkaError(.mockCluster, reason: "a mock cluster needs 1...16 brokers, got \(brokers)")
         }
-        let conf = try RDKafkaConf(KafkaConfiguration(["log_level": "3"]))
-        handle = try conf.makeClient(RD_KAFKA_PRODUCER)
-        guard let cluster = rd_kafka_mock_cluster_new(handle, Int32(brokers)) else {
-            rd_kafka_destroy(handle)
+        let properties = log == nil ? ["log_level": "3"] : ["log_level": "7", "debug": "mock"]
+        client = try RDKafkaClient(type: RD_KAFKA_PRODUCER, conf: try RDKafkaConf(KafkaConfiguration(properties)),
+                                   context: ClientContext(log: log))
+        guard let cluster = client.withHandle({ rd_kafka_mock_cluster_new($0, Int32(brokers)) }) else {
             throw KafkaError(.mockCluster, reason: "librdkafka could not start a mock cluster with \(brokers) broker(s)")
         }
         self.cluster = cluster
@@ -30,7 +34,6 @@ public final class MockKafkaCluster: @unchecked Sendable {
 
     deinit {
         rd_kafka_mock_cluster_destroy(cluster)
-        rd_kafka_destroy(handle)
     }
 
     /// A client configuration pointing at this cluster.

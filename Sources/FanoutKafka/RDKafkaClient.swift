@@ -46,6 +46,17 @@ final class RDKafkaClient: @unchecked Sendable {
         rd_kafka_rebalance_protocol(handle).map { String(cString: $0) }
     }
 
+    /// What librdkafka holds for `property` in this client's configuration (nil when unset or
+    /// unknown): how a test sees that a setting reached librdkafka, not only Fanout's dictionary.
+    func configuredValue(of property: String) -> String? {
+        guard let conf = rd_kafka_conf(handle) else { return nil }
+        var size = 0
+        guard rd_kafka_conf_get(conf, property, nil, &size) == RD_KAFKA_CONF_OK, size > 1 else { return nil }
+        var buffer = [CChar](repeating: 0, count: size)
+        guard rd_kafka_conf_get(conf, property, &buffer, &size) == RD_KAFKA_CONF_OK else { return nil }
+        return cString(buffer)
+    }
+
     func withHandle<R>(_ body: (OpaquePointer) throws -> R) rethrows -> R {
         try body(handle)
     }

@@ -40,6 +40,16 @@ import Testing
         #expect(error?.reason.contains("enable.idempotence") == true)
     }
 
+    /// DESIGN.md §6: cooperative-sticky unless the configuration names another assignor.
+    @Test func cooperativeStickyIsTheDefaultAssignor() throws {
+        let unreachable = ["bootstrap.servers": "127.0.0.1:1"]
+        let assignor = { (consumer: KafkaConsumer) in consumer.configuredValue(of: "partition.assignment.strategy") }
+        #expect(assignor(try KafkaConsumer(configuration: KafkaConfiguration(unreachable), groupID: "g", log: { _ in })) == "cooperative-sticky")
+        let range = try KafkaConsumer(configuration: KafkaConfiguration(unreachable.merging(["partition.assignment.strategy": "range"]) { $1 }),
+                                      groupID: "g", log: { _ in })
+        #expect(assignor(range) == "range")
+    }
+
     @Test func emptyGroupIsRejected() throws {
         #expect(throws: KafkaError.self) { _ = try KafkaConsumer(configuration: KafkaConfiguration(), groupID: "") }
     }

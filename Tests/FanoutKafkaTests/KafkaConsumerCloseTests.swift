@@ -4,9 +4,11 @@ import Synchronization
 import Testing
 @testable import FanoutKafka
 
-/// `close` in every group state returns, leaves the group and never aborts the process (librdkafka
-/// 2.0.2 aborted destroying a cooperative-sticky member closed between JoinGroup and SyncGroup: in
-/// this suite that abort would kill the whole test process).
+/// `close` in every group state returns, takes the member out of the group and never aborts the
+/// process (librdkafka 2.0.2 aborted destroying a cooperative-sticky member closed between JoinGroup
+/// and SyncGroup: in this suite that abort would kill the whole test process). Each test runs with a
+/// dynamic closing member, which leaves, and a static one, which does not (its partitions move after
+/// its session timeout) and is closed without unsubscribing first.
 @Suite struct KafkaConsumerCloseTests {
     /// One group member polled on its own thread until told to stop, then closed on that thread.
     final class Observed: Sendable {
@@ -25,7 +27,7 @@ import Testing
         var everOwned: Set<PartitionID> { observed.everOwned.withLock { $0 } }
         var lostCount: Int { observed.lostCount.load(ordering: .relaxed) }
 
-        init(_ cluster: MockKafkaCluster, group: String, watched: [String] = [], _ extra: [String: String] = [:]) throws {
+        init(_ cluster: MockKafkaCluster, group: String, instance: String? = nil, watched: [String] = [], _ extra: [String: String] = [:]) throws {
             let observed = observed
             let handler = KafkaRebalanceHandler(
                 assigned: { partitions in
@@ -42,7 +44,7 @@ import Testing
                 })
             consumer = try KafkaConsumer(
                 configuration: groupConfiguration(cluster, ["debug": "cgrp"].merging(extra) { _, new in new }),
-                groupID: group, rebalance: handler,
+                groupID: group, groupInstanceID: instance, rebalance: handler,
                 log: { record in
                     if watched.contains(where: { record.message.contains($0) }) {
                         observed.seen.withLock { $0.append(record.message) }
@@ -72,8 +74,8 @@ import Testing
 
     /// A steady member owning every partition, polled until the test stops it.
     func steadyMember(_ cluster: MockKafkaCluster, group: String, topic: String, all: Set<PartitionID>,
-                      watched: [String] = []) async throws -> (Member, Task<Void, Error>) {
-        let member = try Member(cluster, group: group, watched: watched)
+                      instance: String? = nil, watched: [String] = []) async throws -> (Member, Task<Void, Error>) {
+        let member = try Member(cluster, group: group, instance: instance, watched: watched)
         let run = Task { try await member.run(topic) }
         try await waitUntil("the first member to own every partition") { member.owned == all }
         return (member, run)
@@ -86,19 +88,22 @@ import Testing
         try await run.value
     }
 
-    @Test func closeBeforeAnyAssignment() async throws {
+    /// The closing member's `group.instance.id`: none (dynamic) or one (static).
+    static let closing: [String?] = [nil, "closing-member"]
+
+    @Test(arguments: closing) func closeBeforeAnyAssignment(_ instance: String?) async throws {
         let cluster = try MockKafkaCluster()
         let (topic, all) = try topic(cluster)
         let group = uniqueName("group")
         let (a, runA) = try await steadyMember(cluster, group: group, topic: topic, all: all)
-        let b = try Member(cluster, group: group)
+        let b = try Member(cluster, group: group, instance: instance)
         b.stop.set()   // subscribes, then closes at once: its JoinGroup is still unanswered
         try await b.run(topic)
         #expect(b.everOwned.isEmpty)
         try await expectTakeover(by: a, runA, of: all)
     }
 
-    @Test func closeWhileJoiningAfterTheJoinGroupAnswerBeforeAnySyncGroupSucceeded() async throws {
+    @Test(arguments: closing) func closeWhileJoiningAfterTheJoinGroupAnswerBeforeAnySyncGroupSucceeded(_ instance: String?) async throws {
         let cluster = try MockKafkaCluster()
         let (topic, all) = try topic(cluster)
         let group = uniqueName("group")
@@ -106,7 +111,7 @@ import Testing
         // Every SyncGroup fails until cleared: b gets JoinGroup answers (an assignor is chosen) but
         // never an assignment: the state in which librdkafka 2.0.2 aborted on destroy.
         cluster.pushRequestErrors(.syncGroup, Array(repeating: .rebalanceInProgress, count: 500))
-        let b = try Member(cluster, group: group, watched: [Self.joinAnswered])
+        let b = try Member(cluster, group: group, instance: instance, watched: [Self.joinAnswered])
         let runB = Task { try await b.run(topic) }
         try await waitUntil("b's JoinGroup to be answered") { b.saw(Self.joinAnswered) }
         b.stop.set()
@@ -116,12 +121,12 @@ import Testing
         try await expectTakeover(by: a, runA, of: all)
     }
 
-    @Test func closeDuringARebalanceWhileASecondMemberJoins() async throws {
+    @Test(arguments: closing) func closeDuringARebalanceWhileASecondMemberJoins(_ instance: String?) async throws {
         let cluster = try MockKafkaCluster()
         let (topic, all) = try topic(cluster)
         let group = uniqueName("group")
         let rebalancing = "Group rebalance in progress"
-        let (a, runA) = try await steadyMember(cluster, group: group, topic: topic, all: all, watched: [rebalancing])
+        let (a, runA) = try await steadyMember(cluster, group: group, topic: topic, all: all, instance: instance, watched: [rebalancing])
         let b = try Member(cluster, group: group)
         let runB = Task { try await b.run(topic) }
         // a hears of the rebalance from its heartbeat: b has joined, nothing is reassigned yet.
@@ -131,13 +136,13 @@ import Testing
         try await expectTakeover(by: b, runB, of: all)
     }
 
-    @Test func closeAfterALostAssignment() async throws {
+    @Test(arguments: closing) func closeAfterALostAssignment(_ instance: String?) async throws {
         let cluster = try MockKafkaCluster()
         let (topic, all) = try topic(cluster, partitions: 2)
         let group = uniqueName("group")
         let (a, runA) = try await steadyMember(cluster, group: group, topic: topic, all: all)
         // b stalls its poll loop past max.poll.interval.ms once it owns partitions: it loses them.
-        let b = try Member(cluster, group: group)
+        let b = try Member(cluster, group: group, instance: instance)
         let runB = Task {
             try await onThread("member-b") {
                 try b.consumer.subscribe([topic])

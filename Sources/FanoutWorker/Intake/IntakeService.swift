@@ -59,7 +59,8 @@ final class IntakeService: PartitionActions {
             lost: { relay.get()?.lost($0) },
             settled: { relay.get()?.core.groupSettled() },
             rejoining: { relay.get()?.rejoining() })
-        consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID, rebalance: handler,
+        consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID,
+                                     groupInstanceID: settings.configuration.kafka.groupInstanceID, rebalance: handler,
                                      log: KafkaLogBridge.handler(core.log))
         tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition, assignment in
             relay.get()?.core.tokensCaughtUp(partition: partition, assignment: assignment)
@@ -185,6 +186,11 @@ final class IntakeService: PartitionActions {
     /// nothing more to commit) — all by `deadline`, the end of `shutdown_timeout`. Waiting for sends
     /// stops early enough to leave the group in what remains (`leaveReserve`): a member that does not
     /// leave holds its partitions from the rest of the fleet for a whole session timeout.
+    ///
+    /// A static member (`kafka.group_instance_id`) does just that on purpose: it closes without
+    /// leaving (`KafkaConsumer.close`), so the final commit here is the last word on its partitions
+    /// until it comes back with the same id (and takes them again, from that commit) or its session
+    /// ends and the group hands them to the others. Nothing in this stop waits for that.
     private func drain(until deadline: ContinuousClock.Instant) {
         let owned = state.withLock { $0.owned }
         do { try consumer.pause(owned) } catch {

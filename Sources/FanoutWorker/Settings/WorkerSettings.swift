@@ -9,7 +9,10 @@ struct WorkerSettings: Sendable {
     let configuration: FanoutConfiguration
     let engine: EngineConfiguration
     let policy: EventPolicy
+    /// For the consumers (group consumer, activity-tokens reader).
     let kafka: KafkaConfiguration
+    /// For the producer: `kafka` without Fanout's consumer-only defaults, which it would only warn about.
+    let producerKafka: KafkaConfiguration
     let appNames: Set<String>
     /// Per app, per attributes type: `apps[].attributes.<Type>.stale_after` in seconds.
     let staleAfterOverrides: [String: [String: Int64]]
@@ -37,6 +40,7 @@ struct WorkerSettings: Sendable {
         properties["bootstrap.servers"] = configuration.kafka.bootstrapServers
         for (name, value) in options.extraKafkaProperties { properties[name] = value }
         kafka = KafkaConfiguration(properties)
+        producerKafka = KafkaConfiguration(properties.filter { FanoutConfiguration.defaultKafkaProperties[$0.key] == nil })
     }
 
     /// Applies a per-app, per-attributes-type `stale_after` to an event that has no stale date of its

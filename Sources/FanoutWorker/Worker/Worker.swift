@@ -25,7 +25,7 @@ public final class Worker: Sendable {
 
     public let configuration: FanoutConfiguration
     let core: WorkerCore
-    private let intake: IntakeService
+    let intake: IntakeService
     private let admin: AdminServer?
     private let phase = PhaseBox()
     private let log: Log
@@ -58,7 +58,7 @@ public final class Worker: Sendable {
         }
         let producer: KafkaProducer
         do {
-            producer = try KafkaProducer(configuration: settings.kafka, onError: { error in
+            producer = try KafkaProducer(configuration: settings.producerKafka, onError: { error in
                 log.warning("Kafka producer error", ["error": .string(error.description)])
             }, log: KafkaLogBridge.handler(log))
         } catch {
@@ -123,8 +123,9 @@ public final class Worker: Sendable {
         }
         core.ticker.start(core: core)
         heap.start()
-        log.info("worker started", ["group": .string(configuration.kafka.groupID), "partitions": .int(updates),
-                                    "apps": .string(configuration.apps.map(\.bundleID).joined(separator: ","))])
+        log.info("worker started", ["group": .string(configuration.kafka.groupID),
+                                    "group_instance_id": .string(configuration.kafka.groupInstanceID ?? "(none: dynamic member)"),
+                                    "partitions": .int(updates), "apps": .string(configuration.apps.map(\.bundleID).joined(separator: ","))])
     }
 
     /// Graceful stop (SIGTERM): stop intake, drain in-flight sends and dead-letter/feedback produces
@@ -137,8 +138,8 @@ public final class Worker: Sendable {
         log.info("worker stopped", ["drained_in": .duration(ContinuousClock.now - started)])
     }
 
-    /// Stops without committing anything more: the group sees this member leave, the next owner
-    /// replays from the last commit. What a crash leaves behind; for tests and a second signal.
+    /// Stops without committing anything more: the group sees this member leave (a static member:
+    /// its session end), the next owner replays from the last commit. What a crash leaves behind; for tests and a second signal.
     public func abort() async {
         guard beginStopping() else { return }
         await intake.abort()

@@ -1,3 +1,4 @@
+import FanoutKafka
 import FanoutWorker
 import Foundation
 import Testing
@@ -61,6 +62,20 @@ extension WorkerIntegration {
             let error = try #require(throws: WorkerError.self) { try harness.makeWorker(name: "s", configuration: configuration) }
             #expect(error.isConfigurationError)
             #expect(error.message.contains("no.such.property"))
+        }
+
+        /// A configuration built in code skips the loader's check: the worker's consumer refuses it.
+        @Test(.enabled(if: LibrdkafkaVersion.linked < KafkaGroupProtocol.consumerProtocolSince, "the linked librdkafka runs KIP-848"))
+        func consumerGroupProtocolIsAConfigurationErrorNamingTheLinkedLibrdkafka() throws {
+            let harness = try IntegrationHarness(partitions: 1)
+            var configuration = harness.configuration()
+            configuration.kafka.properties["group.protocol"] = "consumer"
+            let error = try #require(throws: WorkerError.self) { try harness.makeWorker(name: "s", configuration: configuration) }
+            #expect(error.isConfigurationError)
+            #expect(error.message.contains("group.protocol") && error.message.contains("librdkafka \(LibrdkafkaVersion.linked.text)"), "\(error)")
+            // classic builds every client, whether or not librdkafka knows the property.
+            configuration.kafka.properties["group.protocol"] = "classic"
+            _ = try harness.makeWorker(name: "s2", configuration: configuration)
         }
     }
 }

@@ -1,3 +1,4 @@
+import FanoutKafka
 import Foundation
 /// One knob's final value and where it came from, as `describe()` prints it.
 public struct ConfigKnob: Sendable, Hashable {
@@ -9,11 +10,17 @@ public struct ConfigKnob: Sendable, Hashable {
 
 /// Shared state of one configuration read: collected issues and knobs.
 final class ConfigReadContext {
+    /// The librdkafka the properties are checked against (`KafkaGroupProtocol`); a parameter for tests.
+    let librdkafka: LibrdkafkaVersion
     var issues: [ConfigurationError.Issue] = []
     var knobs: [ConfigKnob] = []
     /// Every key read, sections and lists included, in the order asked: each one is a knob or holds
     /// knobs, so `--print-config` can be checked against what the loader reads without a second list.
     var asked: [String] = []
+
+    init(librdkafka: LibrdkafkaVersion = .linked) {
+        self.librdkafka = librdkafka
+    }
 
     func issue(_ key: String, _ message: String, _ source: ConfigSource?) {
         issues.append(.init(key: key, message: message, source: source))
@@ -97,13 +104,14 @@ final class ConfigReader {
         return text
     }
 
-    /// An optional string: absent and `null` mean nil.
-    func optionalString(_ name: String) -> String? {
+    /// An optional string: absent and `null` mean nil; empty is an issue unless `allowEmpty` (the
+    /// caller then says what an empty value means).
+    func optionalString(_ name: String, allowEmpty: Bool = false) -> String? {
         guard let node = take(name) else {
             record(name, "(none)", .defaultValue)
             return nil
         }
-        guard case .string(let text, let source) = node, !text.isEmpty else {
+        guard case .string(let text, let source) = node, allowEmpty || !text.isEmpty else {
             context.issue(key(name), "expected a non-empty string, got \(node.shown)", node.source)
             return nil
         }

@@ -102,7 +102,7 @@ enum EnvironmentOverlay {
     /// core simulation test's seed (so a shell that exported it can still run the worker).
     static let reserved: Set<String> = ["FANOUT_CONFIG", "FANOUT_SIM_SEED"]
     /// Keys of `kafka` that Fanout owns; any other `FANOUT_KAFKA__*` name is a librdkafka property.
-    static let fanoutKafkaKeys: Set<String> = ["bootstrap_servers", "group_id", "topics", "commit_interval", "properties"]
+    static let fanoutKafkaKeys: Set<String> = ["bootstrap_servers", "group_id", "group_instance_id", "topics", "commit_interval", "properties"]
 
     static func apply(_ environment: [String: String], to root: inout ConfigNode, issues: inout [ConfigurationError.Issue]) {
         for name in environment.keys.sorted() where name.hasPrefix(prefix) && !reserved.contains(name) {

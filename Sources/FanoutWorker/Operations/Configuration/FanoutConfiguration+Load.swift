@@ -1,6 +1,7 @@
 import APNsModel
 import FanoutAPNs
 import FanoutCore
+import FanoutKafka
 import Foundation
 
 extension FanoutConfiguration {
@@ -20,7 +21,8 @@ extension FanoutConfiguration {
     }
 
     /// `load`, and every key the loader asked for (sections included): what `describe()` must cover.
-    static func loadReadingKeys(path: String?, environment: [String: String]) throws -> (configuration: FanoutConfiguration, asked: [String]) {
+    static func loadReadingKeys(path: String?, environment: [String: String],
+                                librdkafka: LibrdkafkaVersion = .linked) throws -> (configuration: FanoutConfiguration, asked: [String]) {
         var root: ConfigNode = .object([:], .defaultValue)
         var issues: [ConfigurationError.Issue] = []
         if let path {
@@ -41,7 +43,7 @@ extension FanoutConfiguration {
         }
         EnvironmentOverlay.apply(environment, to: &root, issues: &issues)
 
-        let context = ConfigReadContext()
+        let context = ConfigReadContext(librdkafka: librdkafka)
         context.issues = issues
         let reader = ConfigReader(path: "", node: root, context: context)
         let configuration = read(reader)
@@ -83,63 +85,6 @@ extension FanoutConfiguration {
         let logLevel = root.choice("log_level", default: LogLevel.info)
         return FanoutConfiguration(kafka: kafka, apps: apps, apns: apns, engine: engine, backpressure: backpressure,
                                    shutdownTimeout: shutdownTimeout, admin: admin, logLevel: logLevel, knobs: [])
-    }
-
-    /// Properties Fanout sets itself; passing them through would break its guarantees or hide a knob.
-    static let ownedKafkaProperties: [String: String] = [
-        "bootstrap.servers": "use kafka.bootstrap_servers",
-        "metadata.broker.list": "use kafka.bootstrap_servers",
-        "group.id": "use kafka.group_id",
-        "enable.auto.commit": "Fanout commits only after APNs acknowledged (DESIGN §4); it must stay false",
-        "enable.auto.offset.store": "Fanout stores offsets itself after acknowledgement; it must stay false",
-    ]
-
-    static func isSecretProperty(_ name: String) -> Bool {
-        let lowered = name.lowercased()
-        return ["password", "secret", "key.pem", "oauthbearer.config", "jaas", "ssl_key"].contains { lowered.contains($0) }
-    }
-
-    private static func readKafka(_ r: ConfigReader) -> Kafka {
-        let bootstrap = r.string("bootstrap_servers", default: "localhost:9092")
-        let group = r.string("group_id", default: "fanout")
-        let t = r.child("topics")
-        let topics = Topics(
-            activityUpdates: t.string("activity_updates", default: "activity-updates"),
-            broadcastUpdates: t.string("broadcast_updates", default: "broadcast-updates"),
-            activityTokens: t.string("activity_tokens", default: "activity-tokens"),
-            activityTokenFeedback: t.string("activity_token_feedback", default: "activity-token-feedback"),
-            dlqSuffix: t.string("dlq_suffix", default: "-dlq"))
-        t.finish()
-        let names = [topics.activityUpdates, topics.broadcastUpdates, topics.activityTokens, topics.activityTokenFeedback]
-        if Set(names).count != names.count {
-            r.context.issue(t.path, "topic names must be distinct, got \(names.joined(separator: ", "))", nil)
-        }
-        let commit = r.duration("commit_interval", default: .seconds(1), range: .milliseconds(100)...(.seconds(60)))
-
-        var properties: [String: String] = [:]
-        for (name, node) in r.entries("properties") {
-            let key = "\(r.key("properties")).\(name)"
-            if let why = ownedKafkaProperties[name] {
-                r.context.issue(key, "is set by Fanout: \(why)", node.source)
-                continue
-            }
-            let value: String
-            switch node {
-            case .string(let text, _): value = text
-            case .number, .bool: value = node.shown
-            default:
-                r.context.issue(key, "librdkafka properties are strings, numbers or booleans; got \(node.shown)", node.source)
-                continue
-            }
-            properties[name] = value
-            r.context.knobs.append(ConfigKnob(key: key, value: isSecretProperty(name) ? "<redacted>" : value, source: node.source))
-        }
-        for (name, value) in FanoutConfiguration.defaultKafkaProperties.sorted(by: { $0.key < $1.key }) where properties[name] == nil {
-            properties[name] = value
-            r.context.knobs.append(ConfigKnob(key: "\(r.key("properties")).\(name)", value: value, source: .defaultValue))
-        }
-        r.finish()
-        return Kafka(bootstrapServers: bootstrap, groupID: group, topics: topics, commitInterval: commit, properties: properties)
     }
 
     private static func readApps(_ root: ConfigReader) -> [App] {

@@ -19,6 +19,12 @@ public struct FanoutConfiguration: Sendable, Equatable {
     public struct Kafka: Sendable, Equatable {
         public var bootstrapServers: String
         public var groupID: String
+        /// Static membership (KIP-345, librdkafka's `group.instance.id`): a stable name per worker, e.g.
+        /// the pod name. A restarted worker with the same name takes its partitions back without a
+        /// rebalance, if it returns within the session timeout; stopping does not leave the group, so
+        /// a worker that does not come back holds its partitions for a whole session timeout.
+        /// nil: a dynamic member, which leaves the group on stop.
+        public var groupInstanceID: String?
         public var topics: Topics
         /// How often done offsets are committed (also on revoke and shutdown).
         public var commitInterval: Duration
@@ -27,11 +33,14 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var properties: [String: String]
     }
 
-    /// librdkafka properties Fanout sets unless the configuration does. `fetch.wait.max.ms`: librdkafka's
-    /// 500 ms is paid whenever a partition is newly fetched or resumed with nothing buffered (a token
-    /// partition read on assignment, a partition resumed after backpressure); 10 ms costs an idle worker
-    /// about 100 small fetch requests a second per broker.
-    public static let defaultKafkaProperties = ["fetch.wait.max.ms": "10"]
+    /// librdkafka properties Fanout sets unless the configuration does; all of them consumer properties,
+    /// so the producer is not given them (librdkafka would warn that it ignores each).
+    /// `fetch.wait.max.ms`: librdkafka's 500 ms is paid whenever a partition is newly fetched or
+    /// resumed with nothing buffered (a token partition read on assignment, a partition resumed after
+    /// backpressure); 10 ms costs an idle worker about 100 small fetch requests a second per broker.
+    /// `isolation.level`: librdkafka's default too, written out because Fanout rests on it — records of
+    /// aborted transactions are never read; another value is refused (`requiredKafkaProperties`).
+    public static let defaultKafkaProperties = ["fetch.wait.max.ms": "10", "isolation.level": "read_committed"]
 
     public struct Topics: Sendable, Equatable {
         public var activityUpdates: String
