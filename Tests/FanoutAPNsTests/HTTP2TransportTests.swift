@@ -147,12 +147,7 @@ import FanoutCrypto
     @Test func hostNameIsVerifiedWithSNIAndIPAddressesToo() async throws {
         // Listening on every IPv4 address, so the certificate (localhost, 127.0.0.1, ::1) can be reached by other names.
         let key = try P256PrivateKey.generate()
-        var configuration = APNsSimulatorConfiguration(teamID: TestApps.teamID, keys: [TestApps.keyID: try key.publicKey().pemSPKI()],
-                                                       apps: [TestApps.bundleID])
-        configuration.host = "0.0.0.0"
-        configuration.threads = 1
-        let simulator = try APNsSimulator(configuration: configuration)
-        try simulator.start()
+        let simulator = try APNsSimulator.startedOnEveryAddress(key: key)
         defer { simulator.stop() }
         func send(to host: String) async throws -> APNsResult {
             let client = try APNsClient(configuration: APNsClientConfiguration(

@@ -48,12 +48,7 @@ import FanoutCrypto
     @Test(arguments: APNsClientConfiguration.Transport.allCases)
     func peerAndHostNameAreVerified(transport: APNsClientConfiguration.Transport) async throws {
         let key = try P256PrivateKey.generate()
-        var configuration = APNsSimulatorConfiguration(teamID: TestApps.teamID, keys: [TestApps.keyID: try key.publicKey().pemSPKI()],
-                                                       apps: [TestApps.bundleID])
-        configuration.host = "0.0.0.0"
-        configuration.threads = 1
-        let simulator = try APNsSimulator(configuration: configuration)
-        try simulator.start()
+        let simulator = try APNsSimulator.startedOnEveryAddress(key: key)
         defer { simulator.stop() }
         let otherCA = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-otherca-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: otherCA, withIntermediateDirectories: true)
