@@ -138,14 +138,15 @@ final class APNsLanes: Sendable {
     }
 
     /// Sums over the lane's clients.
-    func stats(lane: Lane) -> (inFlight: Int, queued: Int, connections: Int, completed: Int) {
-        var total = (inFlight: 0, queued: 0, connections: 0, completed: 0)
+    func stats(lane: Lane) -> (inFlight: Int, queued: Int, connections: Int, completed: Int, unmatchedEnds: Int) {
+        var total = (inFlight: 0, queued: 0, connections: 0, completed: 0, unmatchedEnds: 0)
         for (key, client) in clients where key.lane == lane {
             let s = client.stats
             total.inFlight += s.inFlight
             total.queued += s.queued
             total.connections += s.connections
             total.completed += s.completed
+            total.unmatchedEnds += s.unmatchedEnds
         }
         return total
     }

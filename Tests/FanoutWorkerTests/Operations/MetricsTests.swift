@@ -189,6 +189,10 @@ struct ExpositionParser {
         #expect(parsed.value("fanout_apns_latency_seconds_bucket", ["lane": "activity", "le": "0.01"]) == 0)
         #expect(parsed.value("fanout_consumer_lag", ["topic": "activity-updates", "partition": "3"]) == 17)
         #expect(parsed.value("fanout_token_registry_size") == 1234)
+        // Exported at 0 from the start, so an alert on any increase needs no absent() clause.
+        #expect(parsed.value("fanout_apns_unmatched_ends_total", ["lane": "activity"]) == 0)
+        #expect(parsed.value("fanout_apns_unmatched_ends_total", ["lane": "broadcast"]) == 0)
+        #expect(parsed.value("fanout_heap_trims_total") == 0)
         // A revoked partition's lag series goes away rather than lingering at a stale value.
         metrics.consumerLag.labels("activity-updates", "4").set(5)
         metrics.consumerLag.remove("activity-updates", "3")

@@ -24,6 +24,9 @@ public final class FanoutMetrics: Sendable {
     public let apnsQueued: GaugeFamily
     /// Open HTTP/2 connections. Labels: lane.
     public let apnsConnections: GaugeFamily
+    /// End reports of the transport that matched no request in flight (each ignored, never completing
+    /// another request). Labels: lane.
+    public let apnsUnmatchedEnds: CounterFamily
     /// Sends made at priority 5 because the target's priority-10 budget was empty. Labels: lane.
     public let budgetDowngrades: CounterFamily
     /// Targets with a pending update or a send in flight. Labels: lane.
@@ -96,6 +99,7 @@ public final class FanoutMetrics: Sendable {
                                       labels: ["lane", "status", "reason"])
         apnsLatency = registry.histogram("fanout_apns_latency_seconds", help: "APNs request latency from send to response, by lane.",
                                          labels: ["lane"], buckets: Self.latencyBuckets)
+        apnsUnmatchedEnds = registry.counter("fanout_apns_unmatched_ends_total", help: "End reports of the HTTP/2 transport that matched no request in flight, by lane: each is ignored (it never completes another request); any at all is a transport defect worth reporting.", labels: ["lane"])
         apnsInFlight = registry.gauge("fanout_apns_in_flight", help: "APNs streams in flight, by lane.", labels: ["lane"])
         apnsQueued = registry.gauge("fanout_apns_queued", help: "Sends waiting for an APNs stream, by lane.", labels: ["lane"])
         apnsConnections = registry.gauge("fanout_apns_connections", help: "Open HTTP/2 connections to APNs, by lane.", labels: ["lane"])
@@ -129,6 +133,7 @@ public final class FanoutMetrics: Sendable {
         _ = tokenRegistrySize.labels()  // unlabeled: exported as 0 from the start
         _ = trackedTargets.labels()
         _ = heapFreeBytes.labels()
+        for lane in ["activity", "broadcast"] { _ = apnsUnmatchedEnds.labels(lane) }
         _ = heapTrims.labels()
         for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
     }
