@@ -30,6 +30,8 @@ final class APNsLanes: Sendable {
     private let tokenCache: ProviderTokenCache
     /// Last JWT generation seen per app (for `fanout_jwt_refreshes_total`).
     private let jwtGenerations = Mutex<[String: Int]>([:])
+    /// Per lane: the clients' unmatched ends as `unmatchedEndsSinceLastCall` last saw them.
+    private let unmatchedEndsSeen = Mutex<[Lane: Int]>([:])
 
     struct ClientKey: Hashable, Sendable {
         var lane: Lane
@@ -121,6 +123,14 @@ final class APNsLanes: Sendable {
     /// JWTs minted per app since the last call, from the shared cache's generation counter (each
     /// mint increases it). Reading the current token mints one only when it is due anyway. An app
     /// whose key cannot sign is skipped here: its sends report that error.
+    /// End reports of the lane's clients that matched no request, since the last call.
+    func unmatchedEndsSinceLastCall(lane: Lane, current: Int) -> Int {
+        unmatchedEndsSeen.withLock { seen in
+            defer { seen[lane] = max(seen[lane] ?? 0, current) }
+            return max(0, current - (seen[lane] ?? 0))
+        }
+    }
+
     func jwtMintsSinceLastCall() -> [String: Int] {
         var current: [String: Int] = [:]
         for (app, credentials) in credentials {

@@ -38,7 +38,7 @@ public enum ProcessHeap {
 /// than `ProcessHeap.trimThreshold` free bytes, so a trim (a pass over the free chunks, a few
 /// milliseconds with a large heap) never delays the engine's ticker or intake.
 final class HeapTrimmer: Sendable {
-    static let interval: Duration = .seconds(1)
+    static let interval: DispatchTimeInterval = .seconds(1)
     private let stopped = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(false)
@@ -49,9 +49,7 @@ final class HeapTrimmer: Sendable {
     func start() {
         guard !running.exchange(true, ordering: .relaxed) else { return }
         let thread = Thread { [self] in
-            let interval = Self.interval.components
-            let nanoseconds = Int(interval.seconds) * 1_000_000_000 + Int(interval.attoseconds / 1_000_000_000)
-            while stopped.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
+            while stopped.wait(timeout: .now() + Self.interval) == .timedOut {
                 let free = ProcessHeap.freeBytes
                 metrics.heapFreeBytes.labels().set(free)
                 if free > ProcessHeap.trimThreshold, ProcessHeap.trim() { metrics.heapTrims.labels().increment() }

@@ -22,8 +22,6 @@ final class WorkerCore: Sendable {
         var rejoinsReported: UInt64 = 0
         /// The engine's forgotten-target counts when the gauges were last refreshed.
         var forgottenReported = ForgottenTargets()
-        /// Per lane (activity, broadcast): the APNs client's unmatched ends when the counter was last advanced.
-        var unmatchedEndsReported = [0, 0]
     }
 
     let state: Mutex<State>
@@ -267,13 +265,8 @@ final class WorkerCore: Sendable {
             metrics.apnsInFlight.labels(lane.rawValue).set(stats.inFlight)
             metrics.apnsQueued.labels(lane.rawValue).set(stats.queued)
             metrics.apnsConnections.labels(lane.rawValue).set(stats.connections)
-            let reported = state.withLock { state in
-                defer { state.unmatchedEndsReported[lane == .activity ? 0 : 1] = max(state.unmatchedEndsReported[lane == .activity ? 0 : 1], stats.unmatchedEnds) }
-                return state.unmatchedEndsReported[lane == .activity ? 0 : 1]
-            }
-            if stats.unmatchedEnds > reported {
-                metrics.apnsUnmatchedEnds.labels(lane.rawValue).increment(by: UInt64(stats.unmatchedEnds - reported))
-            }
+            let unmatched = lanes.unmatchedEndsSinceLastCall(lane: lane, current: stats.unmatchedEnds)
+            if unmatched > 0 { metrics.apnsUnmatchedEnds.labels(lane.rawValue).increment(by: UInt64(unmatched)) }
         }
         let (registry, busy, tracked, forgotten, reported) = state.withLock { state in
             let forgotten = state.engine.forgottenTargets

@@ -34,11 +34,14 @@ public final class MetricFamily<Metric: Sendable>: Sendable {
     public func labels(_ values: [String]) -> Metric {
         precondition(values.count == labelNames.count,
                      "metric \(name) takes labels \(labelNames), got \(values.count) values")
-        let values = Self.masked(values)
         return children.withLock { children in
+            // Children are keyed by masked values, and a value with nothing to mask is its own mask:
+            // the usual lookup costs no scan; a value with a secret is masked and found under that.
             if let existing = children[values] { return existing }
+            let key = Self.masked(values)
+            if let existing = children[key] { return existing }
             let metric = make()
-            children[values] = metric
+            children[key] = metric
             return metric
         }
     }
