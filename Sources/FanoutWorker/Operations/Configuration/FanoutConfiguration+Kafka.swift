@@ -26,7 +26,7 @@ extension FanoutConfiguration {
         let allowed = id.utf8.allSatisfy { byte in
             (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2e || byte == 0x5f || byte == 0x2d
         }
-        guard !allowed || id.utf8.count > maxGroupInstanceIDLength || id == "." || id == ".." else { return nil }
+        if allowed && id.utf8.count <= maxGroupInstanceIDLength && id != "." && id != ".." { return nil }
         return "\"\(id)\" is not a group instance id Kafka accepts: use 1…\(maxGroupInstanceIDLength) of the letters a–z and A–Z, digits, '.', '_' and '-' (not \".\" or \"..\"), a name of its own for each worker that stays the same across its restarts, e.g. the pod name of a StatefulSet (FANOUT_KAFKA__GROUP_INSTANCE_ID from metadata.name)"
     }
 
