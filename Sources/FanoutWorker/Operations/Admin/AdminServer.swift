@@ -9,8 +9,11 @@ import Glibc
 ///
 /// Threading: one dedicated accept thread (blocking `poll`/`accept`, never Swift's cooperative pool)
 /// and a private concurrent queue for connections. At most `maxConnections` are served at once;
-/// beyond that a connection gets `503` immediately. Each connection has a read and write timeout and
-/// a request-size limit, and is closed after one response (`Connection: close`).
+/// beyond that a connection gets `503` immediately. Each connection has a request-size limit and is
+/// closed after one response (`Connection: close`). Its timeouts are deadlines for the whole exchange,
+/// not for each read: the request must arrive within `readTimeout` of the accept (else `408`), and the
+/// response and the close within `readTimeout` more, so a client that sends or reads one byte at a
+/// time (slowloris) holds its slot for at most twice the read timeout.
 /// `stop()` wakes the accept thread through a pipe, closes the socket, and waits (bounded by the read
 /// timeout) for connections being served.
 public final class AdminServer: Sendable {
@@ -141,89 +144,60 @@ public final class AdminServer: Sendable {
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             if active.add(1, ordering: .relaxed).newValue > limits.maxConnections {
                 active.subtract(1, ordering: .relaxed)
-                // Answered on this thread, so the wait for the request is kept short.
-                Self.setTimeouts(client, .milliseconds(100))
-                Self.send(client, AdminResponse.json(503, "{\"error\":\"too many admin connections\"}").serialized())
-                Self.lingerClose(client)
+                // Answered on this thread, so the whole exchange is kept within 100 ms.
+                let deadline = ConnectionDeadline(after: .milliseconds(100))
+                deadline.send(client, AdminResponse.json(503, "{\"error\":\"too many admin connections\"}").serialized())
+                deadline.lingerClose(client)
                 continue
             }
-            Self.setTimeouts(client, limits.readTimeout)
+            let readTimeout = limits.readTimeout
             connections.enter()
             queue.async { [self] in
-                serve(client)
-                Self.lingerClose(client)
+                serve(client, deadline: ConnectionDeadline(after: readTimeout)).lingerClose(client)
                 active.subtract(1, ordering: .relaxed)
                 connections.leave()
             }
         }
     }
 
-    private func serve(_ fd: Int32) {
+    /// Reads one request before `deadline` and answers it. Returns the deadline of the answer (a read
+    /// timeout from when the request was complete, or from when the wait for it ended), which also
+    /// bounds the close.
+    private func serve(_ fd: Int32, deadline: ConnectionDeadline) -> ConnectionDeadline {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let count = deadline.receive(fd, into: &buffer)
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                Self.send(fd, AdminResponse.json(408, "{\"error\":\"request not received in time\"}").serialized())
-                return
+                let respond = ConnectionDeadline(after: limits.readTimeout)
+                respond.send(fd, AdminResponse.json(408, "{\"error\":\"request not received in time\"}").serialized())
+                return respond
             }
-            guard count > 0 else { return }
+            guard count > 0 else { return ConnectionDeadline(after: limits.readTimeout) }
             received.append(contentsOf: buffer[0..<count])
+            let respond = ConnectionDeadline(after: limits.readTimeout)
             switch AdminRequestParse.parse(received, limit: limits.maxRequestBytes) {
             case .incomplete:
                 continue
             case .tooLarge:
-                Self.send(fd, AdminResponse.json(413, "{\"error\":\"request larger than \(limits.maxRequestBytes) bytes\"}").serialized())
-                return
+                respond.send(fd, AdminResponse.json(413, "{\"error\":\"request larger than \(limits.maxRequestBytes) bytes\"}").serialized())
+                return respond
             case .invalid(let why):
                 var body = "{\"error\":"
                 JSONString.append(why, to: &body)
                 body += "}"
-                Self.send(fd, AdminResponse.json(400, body).serialized())
-                return
+                respond.send(fd, AdminResponse.json(400, body).serialized())
+                return respond
             case .complete(let request):
                 let response = routes.respond(to: request)
-                Self.send(fd, response.serialized(includeBody: request.method != "HEAD"))
-                return
+                respond.send(fd, response.serialized(includeBody: request.method != "HEAD"))
+                return respond
             }
         }
     }
 
     // MARK: Sockets
-
-    private static func send(_ fd: Int32, _ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if sent < 0 && errno == EINTR { continue }
-            guard sent > 0 else { return }  // peer gone or write timeout: nothing more to do for this connection
-            offset += sent
-        }
-    }
-
-    /// Closes after the response without resetting it: closing with unread request bytes would make
-    /// the kernel send RST, and the client could lose the response. Reads (bounded by the socket's
-    /// timeout and 64 KiB) until the client closes its side.
-    private static func lingerClose(_ fd: Int32) {
-        _ = shutdown(fd, Int32(SHUT_WR))
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var drained = 0
-        while drained < 65_536 {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            drained += count
-        }
-        close(fd)
-    }
-
-    private static func setTimeouts(_ fd: Int32, _ timeout: Duration) {
-        let micros = Int(DurationText.seconds(timeout) * 1_000_000)
-        var value = timeval(tv_sec: micros / 1_000_000, tv_usec: micros % 1_000_000)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-    }
 
     private static func bindListener(host: String, port: Int) throws -> Int32 {
         var hints = addrinfo()
