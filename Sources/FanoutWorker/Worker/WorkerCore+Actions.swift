@@ -31,7 +31,7 @@ extension WorkerCore {
                 case .notNewer: .stale
                 case .afterEnd, .endedBeforeStart: .afterEnd
                 }
-                metrics.eventDecisions.labels(lane.rawValue, decision.rawValue).increment()
+                metrics.lane(lane).decision(decision).increment()
                 state.withLock { $0.summary.dropped[reason.rawValue, default: 0] += 1 }
             case .pauseApp(let app, let reason):
                 state.withLock { $0.pausedApps[app] = reason }

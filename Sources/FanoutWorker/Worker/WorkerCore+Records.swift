@@ -47,10 +47,10 @@ extension WorkerCore {
                         ["reason": .string(letter.reason.rawValue), "key": .string(letter.target), "count": .int(missing)])
         }
         if letter.reason == .noToken {
-            metrics.eventDecisions.labels(Lane.activity.rawValue, FanoutMetrics.Decision.noToken.rawValue).increment(by: UInt64(messages.count))
+            metrics.lane(.activity).decision(.noToken).increment(by: UInt64(messages.count))
         } else {
             for message in messages {
-                metrics.eventDecisions.labels(lane(of: message.topic).rawValue, FanoutMetrics.Decision.deadLettered.rawValue).increment()
+                metrics.lane(lane(of: message.topic)).decision(.deadLettered).increment()
             }
         }
         log.info("events dead-lettered", ["reason": .string(letter.reason.rawValue), "detail": .string(letter.detail),

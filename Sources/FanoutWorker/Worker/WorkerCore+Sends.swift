@@ -28,7 +28,7 @@ extension WorkerCore {
     /// Starts one send; returns follow-up actions when it failed synchronously.
     func start(_ send: SendRequest) -> [EngineAction] {
         state.withLock { $0.summary.sends[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1 }
-        if send.budgetDowngraded { metrics.budgetDowngrades.labels(send.lane.rawValue).increment() }
+        if send.budgetDowngraded { metrics.lane(send.lane).budgetDowngrades.increment() }
         let request: APNsRequest
         do {
             request = try APNsLanes.request(for: send)
@@ -53,9 +53,8 @@ extension WorkerCore {
     /// Feeds a send's outcome to the engine and records it; returns the engine's actions.
     private func complete(_ send: SendRequest, outcome: SendOutcome, result: APNsResult?, started: ContinuousClock.Instant?) -> [EngineAction] {
         let lane = send.lane.rawValue
-        let priority = send.priority >= 10 ? "10" : "5"
-        if let started { metrics.apnsLatency.labels(lane).observe(ContinuousClock.now - started) }
-        record(outcome, of: send, result: result, lane: lane, priority: priority)
+        if let started { metrics.lane(send.lane).latency.observe(ContinuousClock.now - started) }
+        record(outcome, of: send, result: result, lane: lane)
         let now = clock.now()
         var actions: [EngineAction] = []
         state.withLock { state in
@@ -83,7 +82,7 @@ extension WorkerCore {
             log.warning("APNs says the broadcast channel is not registered (never created, or deleted): its events are dead-lettered as channel-not-registered",
                         ["channel": .string(channel), "app": .string(send.app), "status": .int(status), "reason": .string(reason)])
         } else if case .tokenGone(let reason, let status, _) = outcome {
-            metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.tokenGone.rawValue).increment(by: UInt64(send.coveredOffsets.count))
+            metrics.lane(send.lane).decision(.tokenGone).increment(by: UInt64(send.coveredOffsets.count))
             log.info("APNs says the token is gone", ["key": .string(send.target), "status": .int(status), "reason": .string(reason),
                                                      "token": tokenField(send.destination)])
         } else if case .badPayload(let reason, let status) = outcome {
@@ -94,12 +93,13 @@ extension WorkerCore {
     }
 
     /// The send and error metrics of an answered (or failed on the wire) send.
-    private func record(_ outcome: SendOutcome, of send: SendRequest, result: APNsResult?, lane: String, priority: String) {
-        metrics.sends.labels(lane, priority, Self.sendResult(outcome).rawValue).increment()
+    private func record(_ outcome: SendOutcome, of send: SendRequest, result: APNsResult?, lane: String) {
+        let handles = metrics.lane(send.lane)
+        handles.sends(priority: send.priority, Self.sendResult(outcome)).increment()
         if case .delivered = outcome {
-            metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.sent.rawValue).increment()
+            handles.decision(.sent).increment()
             if send.coveredOffsets.count > 1 {
-                metrics.eventDecisions.labels(lane, FanoutMetrics.Decision.coalesced.rawValue).increment(by: UInt64(send.coveredOffsets.count - 1))
+                handles.decision(.coalesced).increment(by: UInt64(send.coveredOffsets.count - 1))
             }
         } else {
             let status = result?.status.map(String.init) ?? "none"

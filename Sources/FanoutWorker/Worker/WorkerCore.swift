@@ -113,7 +113,7 @@ final class WorkerCore: Sendable {
         }
         perform(actions)
         for (message, rejection) in rejected {
-            metrics.eventDecisions.labels(lane(of: message.topic).rawValue, FanoutMetrics.Decision.deadLettered.rawValue).increment()
+            metrics.lane(lane(of: message.topic)).decision(.deadLettered).increment()
             log.info("event rejected", ["reason": .string(rejection.reason.rawValue), "detail": .string(rejection.detail),
                                         "source": .string("\(message.topic)/\(message.partition)/\(message.offset)")])
             deadLetterRejected(message, rejection)

@@ -1,3 +1,5 @@
+import FanoutCore
+
 /// Every metric the worker exports, registered once at startup. Label values are small closed sets
 /// (lane, topic, app bundle id, APNs reason, decision) — never a token, activity key or event id.
 ///
@@ -63,6 +65,8 @@ public final class FanoutMetrics: Sendable {
     public let heapTrims: CounterFamily
     /// Broadcasts APNs answered ChannelNotRegistered (their events are dead-lettered). Labels: app.
     public let channelNotRegistered: CounterFamily
+    /// The per-lane handles of the send and decision paths (`lane(_:)`).
+    private let laneHandles: [LaneMetrics]
 
     /// Values of the `decision` label of `eventDecisions`.
     public enum Decision: String, Sendable, CaseIterable {
@@ -136,5 +140,12 @@ public final class FanoutMetrics: Sendable {
         for lane in ["activity", "broadcast"] { _ = apnsUnmatchedEnds.labels(lane) }
         _ = heapTrims.labels()
         for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
+        let (sends, decisions, latency, downgrades) = (sends, eventDecisions, apnsLatency, budgetDowngrades)
+        laneHandles = [Lane.activity, .broadcast].map {
+            LaneMetrics(lane: $0, sends: sends, decisions: decisions, latency: latency, budgetDowngrades: downgrades)
+        }
     }
+
+    /// The lane's resolved send and decision handles.
+    public func lane(_ lane: Lane) -> LaneMetrics { laneHandles[lane == .activity ? 0 : 1] }
 }
