@@ -22,10 +22,13 @@ struct JSONReader {
     private var index = 0
     private(set) var nodes: [JSONNode]
 
-    private init(bytes: UnsafeBufferPointer<UInt8>, limits: Limits, nodes: [JSONNode]) {
+    /// Reserves `capacity` nodes in the reader's own array: one made outside and passed in would be
+    /// shared with the caller's variable, and the first append would copy it.
+    private init(bytes: UnsafeBufferPointer<UInt8>, limits: Limits, capacity: Int) {
         self.bytes = bytes
         self.limits = limits
-        self.nodes = nodes
+        self.nodes = []
+        nodes.reserveCapacity(capacity)
     }
 
     /// Parses `bytes` as one JSON document. On success node 0 is the top-level value.
@@ -33,9 +36,7 @@ struct JSONReader {
                      reservingCapacity capacity: Int = 64) throws(JSONReadError) -> JSONDocument {
         // Node offsets are 32-bit to keep nodes small; events are kilobytes, so this is no limit in practice.
         guard bytes.count < Int(Int32.max) else { throw JSONReadError(.malformed, at: 0, "input larger than 2 GiB") }
-        var nodes: [JSONNode] = []
-        nodes.reserveCapacity(capacity)
-        var reader = JSONReader(bytes: bytes, limits: limits, nodes: nodes)
+        var reader = JSONReader(bytes: bytes, limits: limits, capacity: capacity)
         try reader.readDocument()
         return JSONDocument(nodes: reader.nodes)
     }
