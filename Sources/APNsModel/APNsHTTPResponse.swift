@@ -4,9 +4,11 @@ import Foundation
 public struct APNsHTTPResponse: Sendable, Hashable {
     /// HTTP status; nil when the request failed below HTTP (see `transportFailure`).
     public var status: Int?
-    public var apnsID: String?
-    public var apnsUniqueID: String?
-    public var apnsRequestID: String?
+    /// `apns-id`, `apns-unique-id` and `apns-request-id` as they came (`HeaderText`: no allocation
+    /// per response); the `String` properties below read them.
+    public var apnsIDHeader: HeaderText?
+    public var apnsUniqueIDHeader: HeaderText?
+    public var apnsRequestIDHeader: HeaderText?
     public var channelID: String?
     public var retryAfterSeconds: Int?
     public var body: [UInt8]
@@ -20,14 +22,27 @@ public struct APNsHTTPResponse: Sendable, Hashable {
                 channelID: String? = nil, retryAfterSeconds: Int? = nil, body: [UInt8] = [],
                 transportFailure: String? = nil, rejectedProviderToken: RejectedProviderToken? = nil) {
         self.status = status
-        self.apnsID = apnsID
-        self.apnsUniqueID = apnsUniqueID
-        self.apnsRequestID = apnsRequestID
+        self.apnsIDHeader = apnsID.map(HeaderText.init)
+        self.apnsUniqueIDHeader = apnsUniqueID.map(HeaderText.init)
+        self.apnsRequestIDHeader = apnsRequestID.map(HeaderText.init)
         self.channelID = channelID
         self.retryAfterSeconds = retryAfterSeconds
         self.body = body
         self.transportFailure = transportFailure
         self.rejectedProviderToken = rejectedProviderToken
+    }
+
+    public var apnsID: String? {
+        get { apnsIDHeader?.description }
+        set { apnsIDHeader = newValue.map(HeaderText.init) }
+    }
+    public var apnsUniqueID: String? {
+        get { apnsUniqueIDHeader?.description }
+        set { apnsUniqueIDHeader = newValue.map(HeaderText.init) }
+    }
+    public var apnsRequestID: String? {
+        get { apnsRequestIDHeader?.description }
+        set { apnsRequestIDHeader = newValue.map(HeaderText.init) }
     }
 
     /// The `{"reason": ..., "timestamp": ...}` error body; nil fields when absent or not JSON.
@@ -53,8 +68,11 @@ public struct APNsHTTPResponse: Sendable, Hashable {
         let outcome = APNsResponseClassifier.classify(status: status, reason: reason, timestampMillis: timestamp,
                                                       retryAfter: retryAfterSeconds.map { .seconds($0) },
                                                       rejectedProviderToken: rejectedProviderToken)
-        return APNsResult(status: status, reason: reason, apnsID: apnsID ?? apnsRequestID, apnsUniqueID: apnsUniqueID,
-                          timestampMillis: timestamp, outcome: outcome, transportFailure: transportFailure)
+        var result = APNsResult(status: status, reason: reason, apnsID: nil, apnsUniqueID: nil,
+                                timestampMillis: timestamp, outcome: outcome, transportFailure: transportFailure)
+        result.apnsIDHeader = apnsIDHeader ?? apnsRequestIDHeader
+        result.apnsUniqueIDHeader = apnsUniqueIDHeader
+        return result
     }
 }
 
@@ -64,10 +82,12 @@ public struct APNsResult: Sendable, Hashable {
     public var status: Int?
     /// The error body's reason; nil on success or when the body had none.
     public var reason: APNsReason?
-    /// `apns-id` (device pushes) or `apns-request-id` (broadcasts) from the response.
-    public var apnsID: String?
-    /// `apns-unique-id` (development environment and broadcasts only).
-    public var apnsUniqueID: String?
+    /// `apns-id` (device pushes) or `apns-request-id` (broadcasts) from the response, as it came.
+    public var apnsIDHeader: HeaderText?
+    /// `apns-unique-id` (development environment and broadcasts only), as it came.
+    public var apnsUniqueIDHeader: HeaderText?
+    public var apnsID: String? { apnsIDHeader?.description }
+    public var apnsUniqueID: String? { apnsUniqueIDHeader?.description }
     /// The 410 body's `timestamp` (milliseconds since 1970) when the token stopped being valid.
     public var timestampMillis: Int64?
     /// The single classification every part of Fanout acts on.
@@ -80,8 +100,8 @@ public struct APNsResult: Sendable, Hashable {
                 outcome: SendOutcome, transportFailure: String?) {
         self.status = status
         self.reason = reason
-        self.apnsID = apnsID
-        self.apnsUniqueID = apnsUniqueID
+        self.apnsIDHeader = apnsID.map(HeaderText.init)
+        self.apnsUniqueIDHeader = apnsUniqueID.map(HeaderText.init)
         self.timestampMillis = timestampMillis
         self.outcome = outcome
         self.transportFailure = transportFailure

@@ -30,8 +30,11 @@ public final class ProviderTokenCache: Sendable {
         /// The start of the token's window (UNIX seconds), which is its `iat`.
         public let issuedAt: Int64
         public let generation: Int
-        /// `authorization: bearer <jwt>`, prebuilt for the transport's header list.
+        /// `authorization: bearer <jwt>`, prebuilt for the curl transport's header list.
         public let authorizationHeader: String
+        /// `bearer <jwt>`, prebuilt for the nghttp2 transport's `authorization` value (so a send
+        /// does not build it again).
+        public let bearer: String
     }
 
     /// The process-wide cache: use it unless a test needs its own clock.
@@ -90,7 +93,7 @@ public final class ProviderTokenCache: Sendable {
             let existing = tokens[identity]
             if let existing, existing.issuedAt >= window { return existing }
             let token = Token(jwt: jwt, issuedAt: window, generation: (existing?.generation ?? 0) + 1,
-                              authorizationHeader: "authorization: bearer " + jwt)
+                              authorizationHeader: "authorization: bearer " + jwt, bearer: "bearer " + jwt)
             tokens[identity] = token
             mints.add(1, ordering: .relaxed)
             return token

@@ -153,16 +153,27 @@ extension APNsHTTPResponse {
     /// transports hand it over); others are ignored.
     mutating func record(headerName name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         if Self.equalsIgnoringCase(name, "apns-id") {
-            apnsID = String(decoding: value, as: UTF8.self)
+            apnsIDHeader = HeaderText(value)
         } else if Self.equalsIgnoringCase(name, "apns-unique-id") {
-            apnsUniqueID = String(decoding: value, as: UTF8.self)
+            apnsUniqueIDHeader = HeaderText(value)
         } else if Self.equalsIgnoringCase(name, "apns-request-id") {
-            apnsRequestID = String(decoding: value, as: UTF8.self)
+            apnsRequestIDHeader = HeaderText(value)
         } else if Self.equalsIgnoringCase(name, "apns-channel-id") {
             channelID = String(decoding: value, as: UTF8.self)
         } else if Self.equalsIgnoringCase(name, "retry-after") {
-            retryAfterSeconds = Int(String(decoding: value, as: UTF8.self))
+            retryAfterSeconds = Self.decimal(value)
         }
+    }
+
+    /// A non-negative decimal (`retry-after` in seconds), or nil.
+    private static func decimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
+        var value = 0
+        for byte in bytes {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
     }
 
     private static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {

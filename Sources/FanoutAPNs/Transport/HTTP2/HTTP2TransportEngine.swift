@@ -107,7 +107,7 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
                        now: ContinuousClock.Instant) {
         let stream = idleStreams.popLast() ?? HTTP2Stream()
         stream.request = submission.request
-        stream.authorization = "bearer " + token.jwt
+        stream.authorization = token.bearer
         stream.carried.begin(tickets.issue(), completion: submission.completion)
         stream.credentials = submission.credentials
         stream.providerToken = token
