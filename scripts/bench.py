@@ -333,10 +333,12 @@ class Stack:
 
     # Worker
 
-    def start_worker(self, kafka_properties=None):
+    def start_worker(self, kafka_properties=None, count_allocations=False):
         """`fanout run` with the default configuration: only the broker, the app's key and the simulator set
         (and the admin port 0, a free one, so /metrics is reachable on a shared machine). `kafka_properties`
-        (librdkafka properties) only for the diagnostic run that says so."""
+        (librdkafka properties) only for the diagnostic run that says so. With `count_allocations` (and
+        scripts/bench's malloc counter built) the worker's heap allocations are counted, to be read after it
+        stopped (`allocations()`)."""
         config = {
             "kafka": {"bootstrap_servers": self.bootstrap, **({"properties": kafka_properties} if kafka_properties else {})},
             "apps": [{"bundle_id": APP, "team_id": TEAM, "key_id": KID, "key_path": self.key_file}],
@@ -347,7 +349,12 @@ class Stack:
         with open(path, "w") as f:
             json.dump(config, f, indent=1)
         self.mark_ends()
-        self.worker = self.bench.procs.start("fanout run", [self.bench.fanout, "run", "--config", path], self.worker_log)
+        env = None
+        self.allocation_report = None
+        if count_allocations and self.bench.options.malloc_counter:
+            self.allocation_report = os.path.join(self.dir, "worker.allocations")
+            env = {"LD_PRELOAD": self.bench.options.malloc_counter, "MALLOC_COUNTER_REPORT": self.allocation_report}
+        self.worker = self.bench.procs.start("fanout run", [self.bench.fanout, "run", "--config", path], self.worker_log, env=env)
         self.worker_started = time.time()
         port = wait_for_line(self.worker_log, r'"admin server listening".*?"port":(\d+)', self.worker, 30, "fanout run").group(1)
         self.admin = f"http://127.0.0.1:{port}"
@@ -368,6 +375,14 @@ class Stack:
             sums[name] = sums.get(name, 0.0) + number
             series[key] = number
         return sums, series
+
+    def allocations(self):
+        """Heap allocations the stopped worker made in its whole run (None when not counted)."""
+        try:
+            with open(self.allocation_report) as f:
+                return int(f.read().strip())
+        except (TypeError, OSError, ValueError):
+            return None
 
     def worker_alive(self):
         return self.worker is not None and self.worker.poll() is None
@@ -595,7 +610,8 @@ class Bench:
         if fetch_wait_ms is None:
             self.ceilings(stack, n)
         baseline = stack.accepted()
-        stack.start_worker(kafka_properties={"fetch.wait.max.ms": str(fetch_wait_ms)} if fetch_wait_ms else None)
+        stack.start_worker(kafka_properties={"fetch.wait.max.ms": str(fetch_wait_ms)} if fetch_wait_ms else None,
+                           count_allocations=fetch_wait_ms is None)
         sampler = Sampler(stack)
         sampler.start()
         finished = wait_until(lambda: sampler.last("accepted") - baseline >= n, self.sizes["w1_timeout"],
@@ -624,6 +640,15 @@ class Bench:
         self.row(label, "sends/s ÷ h2load", rate / h2 if h2 else None, "×", None, "", 0.5, "≥ 0.5")
         self.results[tag] = dict(activities=n, acked=sent, sends_per_second=rate, finished=finished)
         self.worker_summary(tag, stack, sampler)
+        allocations = stack.allocations()
+        if allocations is not None and finished:
+            # Everything the worker did for each activity: its token record read, its event read, decoded and
+            # decided, the send built, on the wire and answered, the ack and the commit, plus startup.
+            per_event = allocations / n
+            self.results[tag]["allocations_per_event"] = per_event
+            self.row(label, "heap allocations per event, end to end", per_event, "allocations")
+            self.note(tag, f"worker heap allocations: {allocations} in its whole run ({per_event:.1f} per activity: "
+                           f"token record, event, send and answer, commit, startup)")
 
     def ceilings(self, stack, records):
         """h2load, libcurl and kcat against this workload's simulator and topic, before its worker starts."""
@@ -854,6 +879,8 @@ class Bench:
                 return f"{value:.2f} s"
             if unit == "MiB":
                 return f"{value:.0f} MiB"
+            if unit == "allocations":
+                return f"{value:.1f}"
             return f"{value} {unit}"
 
         header = ("figure", "measured", "ceiling", "÷ ceiling", "goal", "vs goal")
@@ -970,6 +997,7 @@ def main():
     parser.add_argument("--fanout", required=True)
     parser.add_argument("--dir", required=True)
     parser.add_argument("--curl-ceiling")
+    parser.add_argument("--malloc-counter", help="Benchmarks/malloc-counter built as a shared library: workload 1 counts the worker's allocations")
     parser.add_argument("--workloads", default="1234")
     parser.add_argument("--latency-rate", type=int, default=2000, help="workload 3's rate when workload 1 did not run")
     options = parser.parse_args()
