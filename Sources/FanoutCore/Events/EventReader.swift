@@ -66,6 +66,19 @@ struct EventReader {
     func double(_ node: Int) -> Double { document.double(node, in: bytes) }
     func raw(_ node: Int) -> [UInt8] { document.raw(node, in: bytes) }
 
+    /// The one of `names` equal to the string at `node` (written without escapes), so a known value is
+    /// reused instead of decoded into a new `String`; nil when none is, or the string has escapes.
+    func known(_ node: Int, in names: Set<String>) -> String? {
+        let value = document[node]
+        guard value.kind == .string, !value.flag else { return nil }
+        let text = UnsafeBufferPointer(rebasing: bytes[(Int(value.start) + 1)..<(Int(value.end) - 1)])
+        for name in names {
+            var name = name
+            if name.withUTF8({ $0.elementsEqual(text) }) { return name }
+        }
+        return nil
+    }
+
     /// The value paired with the string at `node`, when the string equals one of the names.
     func oneOf<Value>(_ node: Int, _ choices: [(name: [UInt8], value: Value)]) -> Value? {
         guard kind(node) == .string else { return nil }

@@ -77,7 +77,9 @@ public struct TokenRecord: Sendable, Hashable {
         let token = try reader.hexToken(tokenNode, field: "token")
 
         let app: String
-        if let node = slots[1] {
+        if let node = slots[1], let known = reader.known(node, in: apps) {
+            app = known
+        } else if let node = slots[1] {
             app = try reader.boundedString(node, maxBytes: 155, reason: .unknownApp, field: "app")
             if apps.isEmpty ? !EventReader.isBundleID(app) : !apps.contains(app) {
                 throw EventRejection(.unknownApp, "\"app\" \(EventReader.quoted(app)) is not a configured bundle id")
