@@ -146,7 +146,7 @@ struct ChannelsCommand: Command {
     }
 
     /// What a failed request means for the user, and the exit status. Every reason reaches the user.
-    static func report(_ error: APNsChannelError, action: String, app: String, console: Console) -> Int32 {
+    private static func report(_ error: APNsChannelError, action: String, app: String, console: Console) -> Int32 {
         switch error {
         case .noSuchChannel(let channelID, let result):
             console.err("fanout channels \(action): channel \(channelID) does not exist (or was deleted) for app \(app): "
