@@ -57,6 +57,7 @@ let package = Package(
         .testTarget(name: "FanoutWorkerTests",
                     dependencies: ["FanoutWorker", "FanoutCore", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto", "FanoutTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "FanoutCLITests", dependencies: ["FanoutCLI", "FanoutWorker", "FanoutCore", "FanoutKafka", "APNsSimulator"], swiftSettings: strict),
+        .testTarget(name: "FanoutCLITests", dependencies: ["FanoutCLI", "FanoutWorker", "FanoutCore", "FanoutKafka", "APNsSimulator", "FanoutCrypto", "FanoutTestSupport"],
+                    swiftSettings: strict),
     ]
 )

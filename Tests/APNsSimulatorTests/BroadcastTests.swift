@@ -42,10 +42,43 @@ struct BroadcastTests {
         let deleted = try await harness.curl(url: base + "/channels", method: "DELETE", headers: managementHeaders(harness, channel: channel), body: nil)
         #expect(deleted.status == 204)
         let again = try await harness.curl(url: base + "/channels", method: "GET", headers: managementHeaders(harness, channel: channel), body: nil)
-        #expect(again.status == 400)
-        #expect(again.reason == "ChannelNotRegistered")
+        #expect(again.status == 404)
+        #expect(again.reason == "BadPath")
         let empty = try await harness.curl(url: base + "/all-channels", method: "GET", headers: managementHeaders(harness), body: nil)
         #expect(empty.json?["channels"] as? [String] == [])
+    }
+
+    /// A channel that is not there, never created or deleted (once or twice), is answered as live
+    /// APNs answers it: 404 BadPath on read and on delete, while a broadcast to it is 400
+    /// ChannelNotRegistered; another app's channel is not there for this app.
+    @Test func readAndDeleteOfAMissingChannelAre404BadPath() async throws {
+        let harness = try SimulatorHarness()
+        let app = SimulatorHarness.app
+        let base = "\(harness.simulator.managementURL)/1/apps/"
+        let deleted = try harness.simulator.createChannel(bundleID: app, storagePolicy: 0)
+        let others = try harness.simulator.createChannel(bundleID: "com.example.other", storagePolicy: 0)
+        let first = try await harness.curl(url: base + app + "/channels", method: "DELETE", headers: managementHeaders(harness, channel: deleted), body: nil)
+        #expect(first.status == 204, "\(first.body)")
+        let missing: [(name: String, app: String, channel: String)] = [
+            ("deleted", app, deleted), ("never created", app, "AAAAAAAAAAAAAAAAAAAAAA=="), ("another app's", app, others),
+        ]
+        for channel in missing {
+            for method in ["GET", "DELETE", "DELETE"] {
+                let response = try await harness.curl(url: base + channel.app + "/channels", method: method,
+                                                      headers: managementHeaders(harness, channel: channel.channel), body: nil)
+                #expect(response.status == 404, "\(method) \(channel.name): \(response.body)")
+                #expect(response.reason == "BadPath", "\(method) \(channel.name): \(response.body)")
+                #expect(response.headers["apns-request-id"] != nil)
+            }
+        }
+        #expect(harness.simulator.stats().count(status: 404, reason: .badPath) == 9)
+        // The other app still has its channel; a broadcast to the deleted one is ChannelNotRegistered.
+        let owner = try await harness.curl(url: base + "com.example.other/channels", method: "GET", headers: managementHeaders(harness, channel: others), body: nil)
+        #expect(owner.status == 200, "\(owner.body)")
+        let broadcast = try await harness.curl(url: "\(harness.simulator.deviceURL)/4/broadcasts/apps/\(app)", method: "POST",
+                                               headers: broadcastHeaders(harness, channel: deleted), body: SimulatorHarness.updateBody())
+        #expect(broadcast.status == 400)
+        #expect(broadcast.reason == "ChannelNotRegistered")
     }
 
     @Test func managementErrors() async throws {
@@ -63,7 +96,7 @@ struct BroadcastTests {
             ("no JWT", base + app + "/channels", "POST", [], "{\"message-storage-policy\":0,\"push-type\":\"LiveActivity\"}", 403, "MissingProviderToken"),
             ("missing channel id", base + app + "/channels", "GET", managementHeaders(harness), nil, 400, "MissingChannelId"),
             ("bad channel id", base + app + "/channels", "GET", managementHeaders(harness, channel: "not base64!"), nil, 400, "BadChannelId"),
-            ("unknown channel", base + app + "/channels", "DELETE", managementHeaders(harness, channel: "AAAAAAAAAAAAAAAAAAAAAA=="), nil, 400, "ChannelNotRegistered"),
+            ("unknown channel", base + app + "/channels", "DELETE", managementHeaders(harness, channel: "AAAAAAAAAAAAAAAAAAAAAA=="), nil, 404, "BadPath"),
             ("suffixed bundle", base + app + ".push-type.liveactivity/channels", "GET", managementHeaders(harness, channel: "AAAA"), nil, 400, "TopicDisallowed"),
             ("foreign bundle", base + "com.not.ours/all-channels", "GET", managementHeaders(harness), nil, 403, "TopicMismatch"),
             ("bad path", base + app + "/channel", "GET", managementHeaders(harness), nil, 404, "BadPath"),

@@ -25,14 +25,20 @@ import FanoutCrypto
         let sent = await pushes.send(broadcast)
         #expect(sent.outcome == .delivered, "\(sent)")
 
-        try await channels.delete(bundleID: TestApps.bundleID, channelID: id)
+        #expect(try await channels.delete(bundleID: TestApps.bundleID, channelID: id) == .deleted)
         #expect(try await !channels.list(bundleID: TestApps.bundleID).contains(id))
+        // Gone: a read says there is no such channel, a second delete that it is already gone.
         do {
             _ = try await channels.read(bundleID: TestApps.bundleID, channelID: id)
             Issue.record("read of a deleted channel succeeded")
-        } catch let APNsChannelError.rejected(result) {
-            #expect(result.status == 400 || result.status == 404)
+        } catch let APNsChannelError.noSuchChannel(channelID, result) {
+            #expect(channelID == id)
+            #expect(result.status == 404 && result.reason == .badPath)
         }
+        guard case .alreadyGone(let again) = try await channels.delete(bundleID: TestApps.bundleID, channelID: id) else {
+            Issue.record("a second delete of the same channel was not 'already gone'"); return
+        }
+        #expect(again.status == 404 && again.reason == .badPath)
         // Broadcast to the deleted channel: the channel is gone.
         let afterDelete = await pushes.send(broadcast)
         guard case .tokenGone = afterDelete.outcome else { Issue.record("expected tokenGone, got \(afterDelete)"); return }

@@ -21,8 +21,9 @@ public struct APNsSimulatorFaults: Sendable, Equatable, Codable {
     /// An outage window in UNIX seconds (half-open): every request inside it is 503 ServiceUnavailable.
     public var outageStart: Double?
     public var outageEnd: Double?
-    /// Which pushes the faults above apply to; the others are answered as if no fault were set.
-    /// Lets a test break one lane (device pushes or broadcasts) and watch the other.
+    /// Which requests the faults above apply to; the others are answered as if no fault were set.
+    /// Lets a test break one lane (device pushes or broadcasts) and watch the other, or answer channel
+    /// management as APNs might (`management`; GOAWAY does not apply there).
     public var scope: Scope = .all
 
     /// `status` with `{"reason": reason}`, or with an empty body when `reason` is nil, for `rate` of the pushes.
@@ -55,12 +56,16 @@ public struct APNsSimulatorFaults: Sendable, Equatable, Codable {
         case devicePushes = "device"
         /// Only broadcasts (`/4/broadcasts/…`).
         case broadcasts = "broadcast"
+        /// Only channel-management requests (create, read, delete, list on the management listener).
+        /// No other scope reaches them: a fault set for pushes never breaks channel management.
+        case channelManagement = "management"
 
         public func applies(toBroadcast isBroadcast: Bool) -> Bool {
             switch self {
             case .all: true
             case .devicePushes: !isBroadcast
             case .broadcasts: isBroadcast
+            case .channelManagement: false
             }
         }
     }

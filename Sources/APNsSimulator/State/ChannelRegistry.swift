@@ -1,8 +1,11 @@
 import APNsModel
 import Foundation
 
-/// Broadcast channels per app (APNS.md §6): random base64 IDs, a storage policy fixed at creation,
-/// at most `maxPerApp` per app, deleted IDs never reused.
+/// Broadcast channels per app: random base64 IDs, a storage policy fixed at creation, at most
+/// `maxPerApp` per app, deleted IDs never reused.
+///
+/// A channel that is not there (never created, deleted, or another app's) is answered as live APNs
+/// answers it: a read or delete naming it gets 404 BadPath, a broadcast to it 400 ChannelNotRegistered.
 struct ChannelRegistry {
     struct Channel: Equatable {
         var bundleID: String
@@ -35,18 +38,25 @@ struct ChannelRegistry {
     }
 
     func read(bundleID: String, id: String) -> Result<Channel, Refusal> {
-        guard let channel = channels[id], channel.bundleID == bundleID else { return .failure(Refusal(.channelNotRegistered)) }
+        guard let channel = channels[id], channel.bundleID == bundleID else { return .failure(Self.noSuchChannel(bundleID: bundleID, id: id)) }
         return .success(channel)
     }
 
     mutating func delete(bundleID: String, id: String) -> Refusal? {
-        guard let channel = channels[id], channel.bundleID == bundleID else { return Refusal(.channelNotRegistered) }
+        guard let channel = channels[id], channel.bundleID == bundleID else { return Self.noSuchChannel(bundleID: bundleID, id: id) }
         channels[id] = nil
         idsByApp[bundleID]?.removeAll { $0 == id }
         return nil
     }
 
     func list(bundleID: String) -> [String] { idsByApp[bundleID] ?? [] }
+
+    /// A read or delete of a channel this app does not have. Apple's error table has no entry for it;
+    /// live APNs answers a DELETE of an unknown or already deleted channel with 404 BadPath, and the
+    /// simulator answers a read the same way, so a client learns "no such channel" from one answer.
+    private static func noSuchChannel(bundleID: String, id: String) -> Refusal {
+        Refusal(.badPath, "no channel \(id) for \(bundleID) (never created, or deleted)")
+    }
 
     /// Broadcast admission: the channel exists for this app, and a No-Storage channel (policy 0)
     /// accepts only `apns-expiration: 0`.

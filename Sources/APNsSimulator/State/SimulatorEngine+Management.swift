@@ -1,7 +1,8 @@
 import APNsModel
 import Foundation
 
-/// Channel management (APNS.md §6, the api-manage-broadcast listener): create, read, delete, list.
+/// Channel management (the api-manage-broadcast listener): create, read, delete, list. Faults scoped
+/// to `management` answer before the request is looked at, so an injected answer changes nothing.
 extension SimulatorEngine {
     private enum Operation { case create, read, delete, list }
 
@@ -11,8 +12,20 @@ extension SimulatorEngine {
             if let given = request.string(.requestID), given.utf8.count == 36 { return given }
             return random.uuid()
         }()
-        let result = decideManagement(request, gate: &gate, now: now, random: &random)
-        return state.withLock { state in
+        let faults = state.withLock { $0.planManagementFaults(now: now) }
+        var plan: ResponsePlan
+        if case .proceed = faults.action {
+            plan = answer(decideManagement(request, gate: &gate, now: now, random: &random), requestID: requestID)
+        } else {
+            plan = answer(fault: faults.action, requestID: requestID)
+        }
+        plan.delayMillis = faults.delayMillis
+        return plan
+    }
+
+    /// The answer to a request that the rules decided, counted.
+    private func answer(_ result: Result<ResponsePlan, Refusal>, requestID: String) -> ResponsePlan {
+        state.withLock { state in
             state.requests += 1
             switch result {
             case .failure(let refusal):
@@ -22,6 +35,26 @@ extension SimulatorEngine {
                 state.countSuccess(status: plan.status)
                 plan.headers.insert(("apns-request-id", requestID), at: 0)
                 return plan
+            }
+        }
+    }
+
+    /// The answer to a request that an injected fault decided, counted as the push path counts it.
+    private func answer(fault: SimulatorState.FaultPlan.Action, requestID: String) -> ResponsePlan {
+        state.withLock { state in
+            state.requests += 1
+            switch fault {
+            case .reset:
+                state.connectionsReset += 1
+                return ResponsePlan(status: 0, after: .reset)
+            case .refuse(let reason):
+                state.count(reason)
+                return .refusal(Refusal(reason, "injected fault"), idHeader: "apns-request-id", id: requestID)
+            case .answer(let answer):
+                state.count(answer)
+                return .injected(answer, idHeader: "apns-request-id", id: requestID)
+            case .proceed:
+                preconditionFailure("a request without a fault is answered by the rules")
             }
         }
     }

@@ -62,7 +62,18 @@ struct SimulatorState {
     /// between 500, 503, 429, reset and the injected answer, then the latency. A push outside `faults.scope` gets no fault.
     mutating func planFaults(now: Double, isBroadcast: Bool) -> FaultPlan {
         guard faults.scope.applies(toBroadcast: isBroadcast) else { return FaultPlan(goAwayAfterRequests: nil, goAwayReason: faults.goAwayReason) }
-        var plan = FaultPlan(goAwayAfterRequests: faults.goAwayAfterRequests, goAwayReason: faults.goAwayReason)
+        return drawFaults(now: now, plan: FaultPlan(goAwayAfterRequests: faults.goAwayAfterRequests, goAwayReason: faults.goAwayReason))
+    }
+
+    /// The same draw for a channel-management request, when the faults are scoped to `management`
+    /// (never a GOAWAY there).
+    mutating func planManagementFaults(now: Double) -> FaultPlan {
+        guard faults.scope == .channelManagement else { return FaultPlan(goAwayAfterRequests: nil, goAwayReason: faults.goAwayReason) }
+        return drawFaults(now: now, plan: FaultPlan(goAwayAfterRequests: nil, goAwayReason: faults.goAwayReason))
+    }
+
+    private mutating func drawFaults(now: Double, plan: FaultPlan) -> FaultPlan {
+        var plan = plan
         if let start = faults.outageStart, let end = faults.outageEnd, now >= start, now < end {
             plan.action = .refuse(.serviceUnavailable)
         } else if faults.internalServerErrorRate + faults.serviceUnavailableRate + faults.tooManyRequestsRate + faults.connectionResetRate

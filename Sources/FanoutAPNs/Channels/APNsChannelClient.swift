@@ -1,7 +1,11 @@
 import APNsModel
 import Foundation
 
-/// Broadcast channel management (iOS 18): create, read, delete, list (APNS.md §6).
+/// Broadcast channel management (iOS 18): create, read, delete, list.
+///
+/// A read of a channel that is not there throws `.noSuchChannel`; a delete of one returns
+/// `.alreadyGone`, so deleting is idempotent and a script that deletes can be run again
+/// (`ChannelManagementAnswer` says which answers mean that).
 ///
 /// Runs on its own `APNsClient` pointed at the management host (`api-manage-broadcast.*`, ports
 /// 2195/2196, or a custom base URL such as the simulator's management port), sharing the provider
@@ -12,6 +16,14 @@ public final class APNsChannelClient: Sendable {
         case noMessageStored = 0
         /// 1: the most recent message is stored (at most 8 hours).
         case mostRecentMessageStored = 1
+    }
+
+    /// What a delete came to.
+    public enum DeleteOutcome: Sendable, Hashable {
+        /// APNs deleted the channel (204).
+        case deleted
+        /// The channel was not there (deleted before, or never created); `result` is APNs's answer.
+        case alreadyGone(APNsResult)
     }
 
     public struct Channel: Sendable, Hashable {
@@ -52,9 +64,15 @@ public final class APNsChannelClient: Sendable {
         return Channel(channelID: channelID, storagePolicy: policy.flatMap(StoragePolicy.init(rawValue:)), pushType: pushType)
     }
 
-    public func delete(bundleID: String, channelID: String) async throws {
-        _ = try await exchange(.delete, path: "/1/apps/\(bundleID)/channels", bundleID: bundleID,
-                               channelID: channelID, body: [], expect: [200, 204])
+    @discardableResult
+    public func delete(bundleID: String, channelID: String) async throws -> DeleteOutcome {
+        do {
+            _ = try await exchange(.delete, path: "/1/apps/\(bundleID)/channels", bundleID: bundleID,
+                                   channelID: channelID, body: [], expect: [200, 204])
+            return .deleted
+        } catch APNsChannelError.noSuchChannel(_, let result) {
+            return .alreadyGone(result)
+        }
     }
 
     public func list(bundleID: String) async throws -> [String] {
@@ -82,7 +100,13 @@ public final class APNsChannelClient: Sendable {
         guard let status = response.status else {
             throw APNsChannelError.transport(response.transportFailure ?? "no response")
         }
-        guard expect.contains(status) else { throw APNsChannelError.rejected(response.result()) }
+        guard expect.contains(status) else {
+            let result = response.result()
+            if let channelID, ChannelManagementAnswer(result, namesChannel: true) == .noSuchChannel {
+                throw APNsChannelError.noSuchChannel(channelID: channelID, result)
+            }
+            throw APNsChannelError.rejected(result)
+        }
         return response
     }
 }
@@ -91,6 +115,9 @@ public final class APNsChannelClient: Sendable {
 public enum APNsChannelError: Error, Sendable, CustomStringConvertible {
     /// APNs answered with an error; `result` has status, reason and its classification.
     case rejected(APNsResult)
+    /// A read or delete named a channel the app does not have (never created, or deleted);
+    /// `result` is APNs's answer (404 BadPath from live APNs).
+    case noSuchChannel(channelID: String, APNsResult)
     case transport(String)
     case malformedResponse(String)
     case badArgument(String)
@@ -99,6 +126,8 @@ public enum APNsChannelError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .rejected(let result):
             "APNs rejected the request: \(result.status.map(String.init) ?? "-") \(result.reason?.rawValue ?? "(no reason)")"
+        case .noSuchChannel(let channelID, let result):
+            "channel \(channelID) does not exist (or was deleted): APNs answered \(result.status.map(String.init) ?? "-") \(result.reason?.rawValue ?? "(no reason)")"
         case .transport(let text): "could not reach APNs: \(text)"
         case .malformedResponse(let text): "unexpected APNs response: \(text)"
         case .badArgument(let text): text

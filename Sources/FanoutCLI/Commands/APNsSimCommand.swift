@@ -37,6 +37,8 @@ struct APNsSimCommand: Command {
       --goaway-grace <seconds>        after a GOAWAY, close at the latest this long later (default 5)
     Behaviour:
       --app <bundle id>               app allowed to push (topic <bundle>.push-type.liveactivity); repeatable
+      --no-broadcast <bundle id>      this --app lacks the broadcast capability: its broadcasts and channel requests
+                                      get 400 BroadcastFeatureNotEnabled, as live APNs answers; repeatable
       --reject-unknown-tokens         unknown device tokens get 400 BadDeviceToken (default: accepted)
       --max-per-token-per-second <n>  more requests than this to one token in a second → 429 (default 0: no limit)
       --max-channels-per-app <n>      default 10000
@@ -53,6 +55,10 @@ struct APNsSimCommand: Command {
         var args = Arguments(arguments)
         let apps = try args.options("app")
         guard !apps.isEmpty else { throw UsageError("give at least one --app <bundle id>") }
+        let withoutBroadcast = try args.options("no-broadcast")
+        if let stranger = withoutBroadcast.first(where: { !apps.contains($0) }) {
+            throw UsageError("--no-broadcast \(stranger) is not one of the --app bundle ids")
+        }
         var teamID = try args.option("team-id")
         var keys: [String: String] = [:]
         for spec in try args.options("key") {
@@ -67,6 +73,7 @@ struct APNsSimCommand: Command {
         if printJWT && testKeyDirectory == nil { throw UsageError("--print-test-jwt needs --generate-test-key <dir>") }
 
         var configuration = APNsSimulatorConfiguration(teamID: teamID ?? "", keys: keys, apps: apps)
+        if !withoutBroadcast.isEmpty { configuration.broadcastApps = apps.filter { !withoutBroadcast.contains($0) } }
         configuration.host = try args.option("host") ?? configuration.host
         configuration.port = try args.int("port") ?? 0
         configuration.managementPort = try args.int("management-port") ?? 0

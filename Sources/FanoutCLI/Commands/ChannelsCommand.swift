@@ -26,9 +26,28 @@ struct ChannelsCommand: Command {
       --environment    production (api-manage-broadcast.push.apple.com:2196) or sandbox (…sandbox…:2195); default sandbox.
       --base-url       Another management endpoint, e.g. the simulator's management port; --ca-file trusts its CA.
       --timeout        Seconds per request (default 30).
+
+    A delete of a channel that is already gone (deleted before, or never created) succeeds, so a script
+    that deletes can be run again. Exit status: 0 done; 1 APNs refused the request or could not be
+    reached; 2 read: the channel does not exist (or was deleted); 64 bad arguments; 78 unusable key file.
     """
 
+    /// Exit status of a read of a channel that does not exist.
+    static let noSuchChannelStatus: Int32 = 2
+
     static func run(_ arguments: [String]) async throws -> Int32 {
+        try await run(arguments, console: .standard)
+    }
+
+    /// Where the command writes: the process's stdout and stderr, or a test's capture.
+    struct Console: Sendable {
+        var out: @Sendable (String) -> Void
+        var err: @Sendable (String) -> Void
+
+        static let standard = Console(out: { Output.out($0) }, err: { Output.err($0) })
+    }
+
+    static func run(_ arguments: [String], console: Console) async throws -> Int32 {
         var args = Arguments(arguments)
         guard let action = args.positional() else { throw UsageError("say what to do: create, read, delete or list") }
         guard ["create", "read", "delete", "list"].contains(action) else {
@@ -65,13 +84,21 @@ struct ChannelsCommand: Command {
         do {
             credentials = try APNsCredentials(teamID: teamID, keyID: keyID, keyFile: keyFile)
         } catch {
-            Output.err("fanout channels: \(error)")
+            console.err("fanout channels: \(error)")
             return 78 // EX_CONFIG
         }
         let client = try APNsChannelClient(configuration: APNsClientConfiguration(
             endpoint: endpoint, credentials: [app: credentials], connections: 1, maxConcurrentStreamsPerConnection: 1,
             maxInFlight: 1, maxQueued: 1, requestTimeout: .seconds(timeout)))
 
+        let status = await perform(action, app: app, channel: channel, storage: storage, client: client, console: console)
+        await client.shutdown(deadline: .now + .seconds(5))
+        return try status.get()
+    }
+
+    /// One channel request and what the user reads about it; usage errors come back as failures.
+    private static func perform(_ action: String, app: String, channel: String?, storage: String?,
+                                client: APNsChannelClient, console: Console) async -> Result<Int32, UsageError> {
         do {
             switch action {
             case "create":
@@ -83,7 +110,7 @@ struct ChannelsCommand: Command {
                 default: throw UsageError("create needs --storage none or --storage most-recent")
                 }
                 let id = try await client.create(bundleID: app, storagePolicy: policy)
-                Output.out("created channel \(id) (app \(app), storage \(storage!))")
+                console.out("created channel \(id) (app \(app), storage \(storage!))")
             case "read":
                 guard let channel else { throw UsageError("read needs --channel ID") }
                 let info = try await client.read(bundleID: app, channelID: channel)
@@ -92,27 +119,65 @@ struct ChannelsCommand: Command {
                 case .mostRecentMessageStored: "most-recent (latest message kept up to 8 h)"
                 case nil: "unknown"
                 }
-                Output.out("channel \(channel)\n  app:      \(app)\n  storage:  \(policy)\n  push type: \(info.pushType ?? "unknown")")
+                console.out("channel \(channel)\n  app:      \(app)\n  storage:  \(policy)\n  push type: \(info.pushType ?? "unknown")")
             case "delete":
                 guard let channel else { throw UsageError("delete needs --channel ID") }
-                try await client.delete(bundleID: app, channelID: channel)
-                Output.out("deleted channel \(channel) (app \(app))")
+                switch try await client.delete(bundleID: app, channelID: channel) {
+                case .deleted:
+                    console.out("deleted channel \(channel) (app \(app))")
+                case .alreadyGone(let result):
+                    console.out("channel \(channel) is already gone (app \(app)): APNs answered \(answer(result)), "
+                                + "so it was deleted before or never created; nothing to delete")
+                }
             default:
                 let channels = try await client.list(bundleID: app)
-                Output.out(channels.isEmpty ? "no channels for \(app)" : "\(channels.count) channel(s) for \(app):")
-                for id in channels { Output.out("  \(id)") }
+                console.out(channels.isEmpty ? "no channels for \(app)" : "\(channels.count) channel(s) for \(app):")
+                for id in channels { console.out("  \(id)") }
             }
+        } catch let error as UsageError {
+            return .failure(error)
         } catch let error as APNsChannelError {
-            Output.err("fanout channels \(action): \(error)")
-            if case .rejected(let result) = error {
-                switch result.outcome {
-                case .configError: Output.err("This is a configuration problem (key, team, app or broadcast capability): fix it before retrying.")
-                case .retry: Output.err("APNs is temporarily unavailable: try again later.")
-                default: break
-                }
+            return .success(report(error, action: action, app: app, console: console))
+        } catch {
+            console.err("fanout channels \(action): \(error)")
+            return .success(1)
+        }
+        return .success(0)
+    }
+
+    /// What a failed request means for the user, and the exit status. Every reason reaches the user.
+    private static func report(_ error: APNsChannelError, action: String, app: String, console: Console) -> Int32 {
+        switch error {
+        case .noSuchChannel(let channelID, let result):
+            console.err("fanout channels \(action): channel \(channelID) does not exist (or was deleted) for app \(app): "
+                        + "APNs answered \(answer(result))")
+            return noSuchChannelStatus
+        case .rejected(let result):
+            console.err("fanout channels \(action): \(error)")
+            if ChannelManagementAnswer(result, namesChannel: false) == .broadcastCapabilityMissing {
+                console.err("The App ID \(app) does not have the broadcast capability. Enable it in your Apple Developer account: "
+                            + "Certificates, Identifiers & Profiles → Identifiers → \(app) → Push Notifications → Broadcast "
+                            + "(it cannot be enabled from Xcode), then retry.")
+                return 1
+            }
+            if case .unknown(let reason)? = result.reason {
+                console.err("'\(reason)' is a reason this version of Fanout does not know: treat the request as failed.")
+                return 1
+            }
+            switch result.outcome {
+            case .configError: console.err("This is a configuration problem (key, team, app or environment): fix it before retrying.")
+            case .retry: console.err("APNs is temporarily unavailable: try again later.")
+            default: break
             }
             return 1
+        case .transport, .malformedResponse, .badArgument:
+            console.err("fanout channels \(action): \(error)")
+            return 1
         }
-        return 0
+    }
+
+    /// "404 BadPath", as APNs answered.
+    private static func answer(_ result: APNsResult) -> String {
+        "\(result.status.map(String.init) ?? "-") \(result.reason?.rawValue ?? "(no reason)")"
     }
 }

@@ -106,7 +106,7 @@ final class APNsLanes: Sendable {
             case .mostRecentMessageStored?: return .mostRecent
             case nil: return nil
             }
-        } catch APNsChannelError.rejected(let result) where result.reason == .channelNotRegistered {
+        } catch APNsChannelError.noSuchChannel {
             return nil
         }
     }

@@ -234,7 +234,8 @@ final class IntakeService: PartitionActions {
         }
     }
 
-    /// `fanout_consumer_lag`: per owned partition, the partition's end minus the committed offset.
+    /// `fanout_consumer_lag`: per owned partition, the partition's end minus the committed offset
+    /// (`fanout_committed_offset`).
     /// The end is the high watermark librdkafka last saw in a fetch response (no broker round trip;
     /// it stops moving while the partition is paused), or the end of what this worker has read when
     /// that is further. Partitions with nothing committed yet by this worker are reported from the
@@ -251,6 +252,7 @@ final class IntakeService: PartitionActions {
             let watermark = try? consumer.lastKnownHighWatermark(of: partition)
             let end = max(readEnd, watermark ?? readEnd)
             core.metrics.consumerLag.labels(partition.topic, String(partition.partition)).set(Int(max(0, end - committed)))
+            core.metrics.committedOffset.labels(partition.topic, String(partition.partition)).set(committed)
         }
     }
 
@@ -261,7 +263,7 @@ final class IntakeService: PartitionActions {
         }
     }
 
-    /// Forgets a partition's lag bookkeeping and removes its gauge (revoked or lost): the new owner
+    /// Forgets a partition's lag bookkeeping and removes its gauges (revoked or lost): the new owner
     /// exports it, and a dashboard summing lag over workers must not count it twice or as zero.
     private func forgetLag(_ partitions: [PartitionID]) {
         state.withLock { state in
@@ -271,7 +273,10 @@ final class IntakeService: PartitionActions {
                 state.boundaryReported.remove(partition)
             }
         }
-        for partition in partitions { core.metrics.consumerLag.remove(partition.topic, String(partition.partition)) }
+        for partition in partitions {
+            core.metrics.consumerLag.remove(partition.topic, String(partition.partition))
+            core.metrics.committedOffset.remove(partition.topic, String(partition.partition))
+        }
     }
 
     /// A commit Kafka acknowledged: the lag gauge counts from it.

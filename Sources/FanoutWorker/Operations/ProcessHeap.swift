@@ -29,14 +29,24 @@ public enum ProcessHeap {
     /// Bytes in free chunks of every arena (`mallinfo2().fordblks`), the part a trim can return.
     public static var freeBytes: Int { Int(mallinfo2().fordblks) }
 
+    /// Resident memory of the process (`/proc/self/statm`'s second field, in pages); nil where the
+    /// file cannot be read.
+    public static var residentBytes: Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
     /// Returns free pages to the kernel; true when any were returned.
     @discardableResult
     public static func trim() -> Bool { malloc_trim(0) == 1 }
 }
 
-/// Runs `ProcessHeap.trim()` on a thread of its own, once per `interval` when the heap holds more
-/// than `ProcessHeap.trimThreshold` free bytes, so a trim (a pass over the free chunks, a few
-/// milliseconds with a large heap) never delays the engine's ticker or intake.
+/// Once per `interval`, on a thread of its own: samples the heap's free bytes and the resident memory
+/// (`fanout_heap_free_bytes`, `fanout_resident_memory_bytes`), and runs `ProcessHeap.trim()` when the
+/// heap holds more than `ProcessHeap.trimThreshold` free bytes, so a trim (a pass over the free
+/// chunks, a few milliseconds with a large heap) never delays the engine's ticker or intake.
 final class HeapTrimmer: Sendable {
     static let interval: DispatchTimeInterval = .seconds(1)
     private let stopped = DispatchSemaphore(value: 0)
@@ -52,6 +62,7 @@ final class HeapTrimmer: Sendable {
             while stopped.wait(timeout: .now() + Self.interval) == .timedOut {
                 let free = ProcessHeap.freeBytes
                 metrics.heapFreeBytes.labels().set(free)
+                if let resident = ProcessHeap.residentBytes { metrics.residentMemoryBytes.labels().set(resident) }
                 if free > ProcessHeap.trimThreshold, ProcessHeap.trim() { metrics.heapTrims.labels().increment() }
             }
             finished.signal()

@@ -73,7 +73,10 @@ public final class Worker: Sendable {
         if options.adminServer {
             let core = core, intake = intake, phase = phase
             admin = AdminServer(settings: configuration.admin, routes: AdminRoutes(
-                metrics: { metrics.registry.render() },
+                metrics: {
+                    _ = Worker.readiness(phase: phase, intake: intake, core: core)  // refreshes fanout_ready for this scrape
+                    return metrics.registry.render()
+                },
                 readiness: { Worker.readiness(phase: phase, intake: intake, core: core) },
                 target: { key in core.snapshot(key: key)?.json() }), log: log)
         } else {
@@ -198,6 +201,7 @@ public final class Worker: Sendable {
         }
         if !intake.isAssigned { reasons.append("no partitions assigned") }
         reasons.append(contentsOf: core.deliveryProblems())
+        core.metrics.ready.labels().set(reasons.isEmpty ? 1 : 0)
         return Readiness(isReady: reasons.isEmpty, reasons: reasons)
     }
 }

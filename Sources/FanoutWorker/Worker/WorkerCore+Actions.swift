@@ -66,10 +66,12 @@ extension WorkerCore {
                 work.append(contentsOf: lookUpChannelPolicy(app: app, channel: channel))
             case .laneFailing(let lane, let since, let reason):
                 state.withLock { $0.failingLanes[lane] = (since, reason) }
+                metrics.apnsLaneFailing.labels(lane.rawValue).set(1)
                 log.warning("every APNs send on this lane has failed for a while: not ready until APNs answers again; sends are retried with backoff and nothing is dropped",
                             ["lane": .string(lane.rawValue), "failing_for": .duration(.nanoseconds(clock.now() - since)), "last_failure": .string(reason)])
             case .laneRecovered(let lane, let after):
                 state.withLock { $0.failingLanes[lane] = nil }
+                metrics.apnsLaneFailing.labels(lane.rawValue).set(0)
                 log.info("APNs answers this lane again", ["lane": .string(lane.rawValue), "failed_for": .duration(.nanoseconds(after))])
             }
         }

@@ -139,8 +139,10 @@ extension WorkerIntegration {
             #expect(letters.count == 2)
             #expect(letters.allSatisfy { Self.header($0, "fanout-error") == "channel-not-registered" })
             #expect(Set(letters.compactMap { $0.key.map { String(decoding: $0, as: UTF8.self) } }) == [neverCreated, deleted])
-            // Per unknown channel: one storage-policy lookup (read channel) and one send, both refused.
-            #expect(harness.simulator.stats().count(status: 400, reason: .channelNotRegistered) == 4)
+            // Per unknown channel: one storage-policy lookup (read channel: 404 BadPath, no such channel)
+            // and one send (400 ChannelNotRegistered).
+            #expect(harness.simulator.stats().count(status: 404, reason: .badPath) == 2)
+            #expect(harness.simulator.stats().count(status: 400, reason: .channelNotRegistered) == 2)
             #expect(Self.sample(metrics, "fanout_broadcast_channel_not_registered_total{app=\"\(app)\"}") == 2)
             #expect(Self.sample(metrics, "fanout_dead_letters_total{topic=\"\(IntegrationHarness.broadcasts)\",reason=\"channel-not-registered\"}") == 2)
             #expect(worker.summary.deadLettered["channel-not-registered"] == 2)

@@ -50,12 +50,16 @@ extension WorkerIntegration {
             let lag = "fanout_consumer_lag{topic=\"\(IntegrationHarness.updates)\",partition=\"0\"}"
             try await harness.eventually("lag back to 0 after the deliveries") { Self.sample(metrics, lag) == 0 }
             try await harness.produceEvent(key: "no-token-yet", IntegrationHarness.event(id: "w1", key: "no-token-yet", timestamp: base, state: "{\"phase\":\"a\"}"))
-            try await harness.eventually("the waiting target shows as pending, its offset as lag") {
+            let committed = "fanout_committed_offset{topic=\"\(IntegrationHarness.updates)\",partition=\"0\"}"
+            #expect(Self.sample(metrics, committed) == 3, "three updates committed: the next offset is 3")
+            try await harness.eventually("the waiting target shows as pending, its offset as lag, the commit waiting with it") {
                 Self.sample(metrics, "fanout_pending_targets{lane=\"activity\"}") == 1 && Self.sample(metrics, lag) == 1
+                    && Self.sample(metrics, committed) == 3
             }
             try await harness.eventually("dead-lettered no-token, committed: lag and pending back to 0") {
                 Self.sample(metrics, "fanout_pending_targets{lane=\"activity\"}") == 0 && Self.sample(metrics, lag) == 0
             }
+            #expect(Self.sample(metrics, committed) == 4)
             #expect(Self.sample(metrics, "fanout_pending_targets{lane=\"broadcast\"}") == 0)
             await worker.stop(timeout: .seconds(5))
         }

@@ -193,11 +193,21 @@ struct ExpositionParser {
         #expect(parsed.value("fanout_apns_unmatched_ends_total", ["lane": "activity"]) == 0)
         #expect(parsed.value("fanout_apns_unmatched_ends_total", ["lane": "broadcast"]) == 0)
         #expect(parsed.value("fanout_heap_trims_total") == 0)
+        // Not ready and no lane failing until the worker says otherwise; memory 0 until the first sample.
+        #expect(parsed.value("fanout_ready") == 0)
+        #expect(parsed.value("fanout_apns_lane_failing", ["lane": "activity"]) == 0)
+        #expect(parsed.value("fanout_apns_lane_failing", ["lane": "broadcast"]) == 0)
+        #expect(parsed.value("fanout_resident_memory_bytes") == 0)
+        #expect(parsed.type["fanout_committed_offset"] == "gauge")
         // A revoked partition's lag series goes away rather than lingering at a stale value.
         metrics.consumerLag.labels("activity-updates", "4").set(5)
+        metrics.committedOffset.labels("activity-updates", "3").set(120)
+        #expect(try ExpositionParser(metrics.registry.render()).value("fanout_committed_offset", ["topic": "activity-updates", "partition": "3"]) == 120)
         metrics.consumerLag.remove("activity-updates", "3")
+        metrics.committedOffset.remove("activity-updates", "3")
         let afterRevoke = try ExpositionParser(metrics.registry.render())
         #expect(afterRevoke.value("fanout_consumer_lag", ["topic": "activity-updates", "partition": "3"]) == nil)
+        #expect(afterRevoke.value("fanout_committed_offset", ["topic": "activity-updates", "partition": "3"]) == nil)
         #expect(afterRevoke.value("fanout_consumer_lag", ["topic": "activity-updates", "partition": "4"]) == 5)
         #expect(afterRevoke.type["fanout_consumer_lag"] != nil)
         // Every family has HELP and TYPE, even before it has samples.

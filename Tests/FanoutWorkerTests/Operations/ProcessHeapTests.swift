@@ -25,6 +25,23 @@ import Testing
         for (index, chunk) in chunks.enumerated() where index % 10 == 0 { free(chunk) }
     }
 
+    /// `fanout_resident_memory_bytes` reads statm; the kernel's VmRSS line in status is the same figure
+    /// in kB. Read around it, so memory moving meanwhile (other tests) widens the bounds, not the test.
+    @Test func residentBytesAreTheKernelsResidentSetSize() throws {
+        func vmRSS() throws -> Int {
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+            let kilobytes = try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+            return kilobytes * 1024
+        }
+        let low = try vmRSS()
+        let resident = try #require(ProcessHeap.residentBytes)
+        let high = try vmRSS()
+        let slack = 8 << 20
+        #expect(resident > 1 << 20)
+        #expect(resident >= min(low, high) - slack && resident <= max(low, high) + slack, "statm \(resident), VmRSS \(low)…\(high)")
+    }
+
     @Test func aUsersArenaSettingIsLeftAlone() {
         #expect(!ProcessHeap.limitArenas(environment: ["MALLOC_ARENA_MAX": "8"]))
         #expect(ProcessHeap.limitArenas(environment: [:]), "glibc accepted M_ARENA_MAX")

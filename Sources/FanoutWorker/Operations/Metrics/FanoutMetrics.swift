@@ -26,6 +26,9 @@ public final class FanoutMetrics: Sendable {
     public let apnsQueued: GaugeFamily
     /// Open HTTP/2 connections. Labels: lane.
     public let apnsConnections: GaugeFamily
+    /// 1 while every send of the lane has failed lane-wide for `apns.lane_failing_after` (what `/readyz`
+    /// reports), else 0. Labels: lane.
+    public let apnsLaneFailing: GaugeFamily
     /// End reports of the transport that matched no request in flight (each ignored, never completing
     /// another request). Labels: lane.
     public let apnsUnmatchedEnds: CounterFamily
@@ -37,6 +40,10 @@ public final class FanoutMetrics: Sendable {
     public let pausedPartitions: GaugeFamily
     /// End of what was read (the high watermark while intake keeps up) minus the committed offset. Labels: topic, partition.
     public let consumerLag: GaugeFamily
+    /// The offset `consumerLag` counts from: the last commit Kafka acknowledged (before the first, the
+    /// first offset read). A value that stops changing while the lag is above 0 is a stalled commit.
+    /// Labels: topic, partition.
+    public let committedOffset: GaugeFamily
     /// Offset commits. Labels: result ("ok"|"failed").
     public let commits: CounterFamily
     /// Partition assignment changes. Labels: kind ("assigned"|"revoked"|"lost").
@@ -63,6 +70,10 @@ public final class FanoutMetrics: Sendable {
     public let heapFreeBytes: GaugeFamily
     /// Times free heap pages were returned to the kernel (`ProcessHeap.trim`).
     public let heapTrims: CounterFamily
+    /// Resident memory of the process in bytes at the last look (`HeapTrimmer`, once a second).
+    public let residentMemoryBytes: GaugeFamily
+    /// 1 when `/readyz` would answer 200, else 0; computed at each `/metrics` scrape (`Worker.isReady`).
+    public let ready: GaugeFamily
     /// Broadcasts APNs answered ChannelNotRegistered (their events are dead-lettered). Labels: app.
     public let channelNotRegistered: CounterFamily
     /// The per-lane handles of the send and decision paths (`lane(_:)`).
@@ -107,12 +118,18 @@ public final class FanoutMetrics: Sendable {
         apnsInFlight = registry.gauge("fanout_apns_in_flight", help: "APNs streams in flight, by lane.", labels: ["lane"])
         apnsQueued = registry.gauge("fanout_apns_queued", help: "Sends waiting for an APNs stream, by lane.", labels: ["lane"])
         apnsConnections = registry.gauge("fanout_apns_connections", help: "Open HTTP/2 connections to APNs, by lane.", labels: ["lane"])
+        apnsLaneFailing = registry.gauge("fanout_apns_lane_failing",
+                                         help: "1 while every APNs send of the lane has failed lane-wide (no HTTP answer, or 5xx) for apns.lane_failing_after, as /readyz reports; else 0. By lane.",
+                                         labels: ["lane"])
         budgetDowngrades = registry.counter("fanout_budget_downgrades_total",
                                             help: "Sends made at priority 5 because the target's priority-10 budget was empty.", labels: ["lane"])
         pendingTargets = registry.gauge("fanout_pending_targets", help: "Targets with a pending update or a send in flight, by lane.", labels: ["lane"])
         pausedPartitions = registry.gauge("fanout_paused_partitions", help: "Partitions paused by backpressure, by topic.", labels: ["topic"])
         consumerLag = registry.gauge("fanout_consumer_lag", help: "Offsets not yet committed, by topic and partition: the high watermark of the last fetch (or the end of what this worker read, when further) minus the committed offset. Only the owner exports a partition; while it is paused the watermark stops moving.",
                                      labels: ["topic", "partition"])
+        committedOffset = registry.gauge("fanout_committed_offset",
+                                         help: "The offset fanout_consumer_lag counts from, by topic and partition: the last commit Kafka acknowledged (before the first, the first offset this worker read). Only the owner exports a partition; unchanged while the lag is above 0 means commits are stalled.",
+                                         labels: ["topic", "partition"])
         commits = registry.counter("fanout_offset_commits_total", help: "Offset commits, by result.", labels: ["result"])
         rebalances = registry.counter("fanout_rebalances_total", help: "Partition assignment changes, by kind.", labels: ["kind"])
         tokenRegistrySize = registry.gauge("fanout_token_registry_size", help: "Activity keys with a known push token.")
@@ -131,13 +148,20 @@ public final class FanoutMetrics: Sendable {
         jwtRefreshes = registry.counter("fanout_jwt_refreshes_total", help: "Provider JWTs minted, by app.", labels: ["app"])
         heapFreeBytes = registry.gauge("fanout_heap_free_bytes", help: "Bytes in free chunks of the process heap (glibc mallinfo2 fordblks), sampled once a second; above 32 MiB the free pages are returned to the kernel.")
         heapTrims = registry.counter("fanout_heap_trims_total", help: "Times free heap pages were returned to the kernel (malloc_trim), at most once a second.")
+        residentMemoryBytes = registry.gauge("fanout_resident_memory_bytes", help: "Resident memory of the process in bytes (/proc/self/statm), sampled once a second.")
+        ready = registry.gauge("fanout_ready", help: "1 when /readyz would answer 200 (partitions assigned, no APNs lane failing, no app paused by a configuration error, every output topic writable), else 0; computed at each scrape.")
         channelNotRegistered = registry.counter("fanout_broadcast_channel_not_registered_total",
                                                 help: "Broadcasts APNs answered ChannelNotRegistered (never created or deleted channel), by app; their events are dead-lettered.",
                                                 labels: ["app"])
         _ = tokenRegistrySize.labels()  // unlabeled: exported as 0 from the start
         _ = trackedTargets.labels()
         _ = heapFreeBytes.labels()
-        for lane in ["activity", "broadcast"] { _ = apnsUnmatchedEnds.labels(lane) }
+        for lane in ["activity", "broadcast"] {
+            _ = apnsUnmatchedEnds.labels(lane)
+            _ = apnsLaneFailing.labels(lane)
+        }
+        _ = residentMemoryBytes.labels()
+        _ = ready.labels()
         _ = heapTrims.labels()
         for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
         let (sends, decisions, latency, downgrades) = (sends, eventDecisions, apnsLatency, budgetDowngrades)
