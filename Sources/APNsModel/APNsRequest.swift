@@ -68,7 +68,7 @@ public struct APNsRequest: Sendable, Hashable {
 
     /// A bundle id: letters, digits, '-', '.'; no push-type suffix (that is added for the topic).
     static func isValidBundleID(_ text: String) -> Bool {
-        !text.isEmpty && text.count <= 155 && !text.hasSuffix(".push-type.liveactivity")
+        !text.isEmpty && text.utf8.count <= 155 && !text.hasSuffix(".push-type.liveactivity")
             && text.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }
 

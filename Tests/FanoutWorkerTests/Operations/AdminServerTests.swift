@@ -10,12 +10,10 @@ import Testing
 @testable import FanoutWorker
 
 /// A raw HTTP/1.1 exchange over loopback: sends `request` bytes, reads until the server closes.
-func rawExchange(port: Int, host: String = "127.0.0.1", _ request: [UInt8]) throws -> String {
+/// A TCP connection to `host:port` (IPv4 loopback), or nil when it cannot be made.
+func connectedSocket(port: Int, host: String = "127.0.0.1") -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(fd >= 0)
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    guard fd >= 0 else { return nil }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = UInt16(port).bigEndian
@@ -23,7 +21,18 @@ func rawExchange(port: Int, host: String = "127.0.0.1", _ request: [UInt8]) thro
     let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    try #require(connected == 0)
+    guard connected == 0 else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
+
+func rawExchange(port: Int, host: String = "127.0.0.1", _ request: [UInt8]) throws -> String {
+    let fd = try #require(connectedSocket(port: port, host: host))
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var offset = 0
     while offset < request.count {
         let sent = request.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -41,15 +50,9 @@ func rawExchange(port: Int, host: String = "127.0.0.1", _ request: [UInt8]) thro
 }
 
 func canConnect(port: Int, host: String = "127.0.0.1") -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = UInt16(port).bigEndian
-    address.sin_addr.s_addr = inet_addr(host)
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    } == 0
+    guard let fd = connectedSocket(port: port, host: host) else { return false }
+    close(fd)
+    return true
 }
 
 func get(port: Int, host: String = "127.0.0.1", _ path: String, method: String = "GET") throws -> (status: Int, headers: String, body: String) {
@@ -154,15 +157,7 @@ final class Fixture: Sendable {
         let port = try fixture.server.start()
         defer { fixture.server.stop() }
         // Occupy the only slot with a connection that has sent nothing yet.
-        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(connected == 0)
+        let holder = try #require(connectedSocket(port: port))
         #expect(try get(port: port, "/healthz").status == 503)
         close(holder)  // the server sees EOF and frees the slot
         var status = 503
