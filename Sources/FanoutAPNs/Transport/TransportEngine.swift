@@ -161,8 +161,15 @@ extension APNsHTTPResponse {
         } else if Self.equalsIgnoringCase(name, "apns-channel-id") {
             channelID = String(decoding: value, as: UTF8.self)
         } else if Self.equalsIgnoringCase(name, "retry-after") {
-            retryAfterSeconds = Int(String(decoding: value, as: UTF8.self))
+            retryAfterSeconds = Self.delaySeconds(value)
         }
+    }
+
+    /// A `retry-after` value as delay-seconds, which is digits only (RFC 9110 §10.2.3): nil for an
+    /// HTTP-date, a sign (`-1` would be a retry "after" a time already past) or a number too large for Int.
+    static func delaySeconds(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !value.isEmpty, value.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else { return nil }
+        return Int(String(decoding: value, as: UTF8.self))
     }
 
     private static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
