@@ -69,23 +69,43 @@ struct ConfigJSON: Decodable {
     }
 
     fileprivate static func decode(_ decoder: any Decoder, source: ConfigSource) throws -> ConfigNode {
-        if let container = try? decoder.container(keyedBy: AnyKey.self) {
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() { return .null(source) }
+        if let container = try probe(decoder, { try decoder.container(keyedBy: AnyKey.self) }) {
             var fields: [String: ConfigNode] = [:]
-            for key in container.allKeys {
+            // In name order, so that a file with several problems always reports the same one first.
+            for key in container.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) {
                 fields[key.stringValue] = try container.decode(Element.self, forKey: key).node
             }
             return .object(fields, source)
         }
-        if var container = try? decoder.unkeyedContainer() {
+        if var container = try probe(decoder, { try decoder.unkeyedContainer() }) {
             var items: [ConfigNode] = []
             while !container.isAtEnd { items.append(try container.decode(Element.self).node) }
             return .array(items, source)
         }
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() { return .null(source) }
-        if let b = try? single.decode(Bool.self) { return .bool(b, source) }
-        if let n = try? single.decode(Double.self) { return .number(n, source) }
+        if let b = try probe(decoder, { try single.decode(Bool.self) }) { return .bool(b, source) }
+        if let n = try probe(decoder, { try single.decode(Double.self) }) { return .number(n, source) }
         return .string(try single.decode(String.self), source)
+    }
+
+    /// The value read as one kind, or nil when it is of another kind. Only a type mismatch means
+    /// "another kind": any other error (a malformed number, bad UTF-8) is the file's real problem and
+    /// is thrown with where it is, not replaced by the next kind's "expected a string" somewhere else.
+    /// (JSONDecoder reports its parser's errors as "not valid JSON" with neither the place nor the reason.)
+    private static func probe<T>(_ decoder: any Decoder, _ read: () throws -> T) throws -> T? {
+        do {
+            return try read()
+        } catch DecodingError.typeMismatch {
+            return nil
+        } catch let error as DecodingError {
+            throw error
+        } catch {
+            let place = decoder.codingPath.isEmpty ? "the top level" : decoder.codingPath.enumerated().map { index, key in
+                key.intValue.map { "[\($0)]" } ?? (index == 0 ? key.stringValue : "." + key.stringValue)
+            }.joined()
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "at \(place): \(error)"))
+        }
     }
 
     static func parse(_ data: Data, source: ConfigSource) throws -> ConfigNode {
