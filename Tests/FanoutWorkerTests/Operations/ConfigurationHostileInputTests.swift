@@ -39,4 +39,15 @@ import Testing
             #expect(error.description.contains("at \(place): ") && !error.description.contains("Expected to decode"), "\(value): \(error)")
         }
     }
+
+    /// `FANOUT_S__-1=` (the fuzzer's input, minimized): `-1` was taken for a list index and read
+    /// `items[-1]`, so a worker started with such a variable crashed instead of naming it.
+    @Test func aNegativeListIndexIsAProblemNotACrash() throws {
+        let error = try #require(loadError(nil, ["FANOUT_S__-1": ""]))
+        #expect(error.issues.contains { $0.key == "s" && $0.source == .environment(variable: "FANOUT_S__-1") }, "\(error)")
+        let fixture = try ConfigFixture()
+        let listed = try #require(loadError(try fixture.file(), ["FANOUT_APPS__-1__KEY_ID": "ABCDE12345"]))
+        #expect(listed.issues.map(\.key) == ["apps.-1.key_id"])
+        #expect(listed.description.contains("'-1' is not a list index"), "\(listed)")
+    }
 }

@@ -169,6 +169,13 @@ enum EnvironmentOverlay {
         return nameParts.joined(separator: ".").replacingOccurrences(of: "_", with: ".")
     }
 
+    /// A list index in a variable name: decimal digits only (`FANOUT_APPS__0__…`). With a sign it is no
+    /// index: `-1` would point before the list's start.
+    private static func listIndex(_ segment: String) -> Int? {
+        guard !segment.isEmpty, segment.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else { return nil }
+        return Int(segment)
+    }
+
     /// Sets `node` at `path`, creating objects on the way; numeric segments index lists
     /// (`FANOUT_APPS__0__KEY_PATH`), and the index one past the end appends.
     private static func set(_ node: ConfigNode, at path: ArraySlice<String>, in tree: inout ConfigNode, source: ConfigSource) -> String? {
@@ -183,7 +190,7 @@ enum EnvironmentOverlay {
         }
         switch tree {
         case .array(var items, let arraySource):
-            guard let index = Int(head) else { return "'\(head)' is not a list index (this key is a list; use FANOUT_…__0__…)" }
+            guard let index = listIndex(head) else { return "'\(head)' is not a list index (this key is a list; use FANOUT_…__0__…)" }
             guard index <= items.count else { return "list index \(index) skips index \(items.count); indices must be contiguous from 0" }
             var child: ConfigNode = index < items.count ? items[index] : .object([:], source)
             if let problem = set(node, at: path.dropFirst(), in: &child, source: source) { return problem }
@@ -194,7 +201,7 @@ enum EnvironmentOverlay {
             var child: ConfigNode
             if let existing = fields[head] {
                 child = existing
-            } else if Int(path.dropFirst().first ?? "") != nil {
+            } else if listIndex(path.dropFirst().first ?? "") != nil {
                 child = .array([], source)
             } else {
                 child = .object([:], source)
