@@ -9,6 +9,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "fanout", targets: ["fanout"]),
+        // The modules the fuzz targets drive, for Fuzz/Package.swift (built apart, with libFuzzer, by scripts/fuzz).
+        .library(name: "FanoutFuzzed", targets: ["APNsModel", "FanoutCore", "FanoutCrypto", "FanoutAPNs", "APNsSimulator", "FanoutWorker"]),
     ],
     targets: [
         // MARK: C libraries (one system-library module per library, one Swift module imports each)

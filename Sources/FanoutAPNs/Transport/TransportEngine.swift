@@ -161,19 +161,21 @@ extension APNsHTTPResponse {
         } else if Self.equalsIgnoringCase(name, "apns-channel-id") {
             channelID = String(decoding: value, as: UTF8.self)
         } else if Self.equalsIgnoringCase(name, "retry-after") {
-            retryAfterSeconds = Self.decimal(value)
+            retryAfterSeconds = Self.delaySeconds(value)
         }
     }
 
-    /// A non-negative decimal (`retry-after` in seconds), or nil.
-    private static func decimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
-        var value = 0
-        for byte in bytes {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+    /// A `retry-after` value as delay-seconds, which is digits only (RFC 9110 §10.2.3): nil for an
+    /// HTTP-date, a sign (`-1` would be a retry "after" a time already past) or a number too large for
+    /// Int. Read from the bytes, without making a String.
+    static func delaySeconds(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !value.isEmpty, value.count <= 18 else { return nil }
+        var seconds = 0
+        for byte in value {
+            guard byte &- UInt8(ascii: "0") < 10 else { return nil }
+            seconds = seconds * 10 + Int(byte &- UInt8(ascii: "0"))
         }
-        return value
+        return seconds
     }
 
     private static func equalsIgnoringCase(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {

@@ -69,23 +69,43 @@ struct ConfigJSON: Decodable {
     }
 
     fileprivate static func decode(_ decoder: any Decoder, source: ConfigSource) throws -> ConfigNode {
-        if let container = try? decoder.container(keyedBy: AnyKey.self) {
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() { return .null(source) }
+        if let container = try probe(decoder, { try decoder.container(keyedBy: AnyKey.self) }) {
             var fields: [String: ConfigNode] = [:]
-            for key in container.allKeys {
+            // In name order, so that a file with several problems always reports the same one first.
+            for key in container.allKeys.sorted(by: { $0.stringValue < $1.stringValue }) {
                 fields[key.stringValue] = try container.decode(Element.self, forKey: key).node
             }
             return .object(fields, source)
         }
-        if var container = try? decoder.unkeyedContainer() {
+        if var container = try probe(decoder, { try decoder.unkeyedContainer() }) {
             var items: [ConfigNode] = []
             while !container.isAtEnd { items.append(try container.decode(Element.self).node) }
             return .array(items, source)
         }
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() { return .null(source) }
-        if let b = try? single.decode(Bool.self) { return .bool(b, source) }
-        if let n = try? single.decode(Double.self) { return .number(n, source) }
+        if let b = try probe(decoder, { try single.decode(Bool.self) }) { return .bool(b, source) }
+        if let n = try probe(decoder, { try single.decode(Double.self) }) { return .number(n, source) }
         return .string(try single.decode(String.self), source)
+    }
+
+    /// The value read as one kind, or nil when it is of another kind. Only a type mismatch means
+    /// "another kind": any other error (a malformed number, bad UTF-8) is the file's real problem and
+    /// is thrown with where it is, not replaced by the next kind's "expected a string" somewhere else.
+    /// (JSONDecoder reports its parser's errors as "not valid JSON" with neither the place nor the reason.)
+    private static func probe<T>(_ decoder: any Decoder, _ read: () throws -> T) throws -> T? {
+        do {
+            return try read()
+        } catch DecodingError.typeMismatch {
+            return nil
+        } catch let error as DecodingError {
+            throw error
+        } catch {
+            let place = decoder.codingPath.isEmpty ? "the top level" : decoder.codingPath.enumerated().map { index, key in
+                key.intValue.map { "[\($0)]" } ?? (index == 0 ? key.stringValue : "." + key.stringValue)
+            }.joined()
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "at \(place): \(error)"))
+        }
     }
 
     static func parse(_ data: Data, source: ConfigSource) throws -> ConfigNode {
@@ -149,6 +169,13 @@ enum EnvironmentOverlay {
         return nameParts.joined(separator: ".").replacingOccurrences(of: "_", with: ".")
     }
 
+    /// A list index in a variable name: decimal digits only (`FANOUT_APPS__0__…`). With a sign it is no
+    /// index: `-1` would point before the list's start.
+    private static func listIndex(_ segment: String) -> Int? {
+        guard !segment.isEmpty, segment.utf8.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else { return nil }
+        return Int(segment)
+    }
+
     /// Sets `node` at `path`, creating objects on the way; numeric segments index lists
     /// (`FANOUT_APPS__0__KEY_PATH`), and the index one past the end appends.
     private static func set(_ node: ConfigNode, at path: ArraySlice<String>, in tree: inout ConfigNode, source: ConfigSource) -> String? {
@@ -163,7 +190,7 @@ enum EnvironmentOverlay {
         }
         switch tree {
         case .array(var items, let arraySource):
-            guard let index = Int(head) else { return "'\(head)' is not a list index (this key is a list; use FANOUT_…__0__…)" }
+            guard let index = listIndex(head) else { return "'\(head)' is not a list index (this key is a list; use FANOUT_…__0__…)" }
             guard index <= items.count else { return "list index \(index) skips index \(items.count); indices must be contiguous from 0" }
             var child: ConfigNode = index < items.count ? items[index] : .object([:], source)
             if let problem = set(node, at: path.dropFirst(), in: &child, source: source) { return problem }
@@ -174,7 +201,7 @@ enum EnvironmentOverlay {
             var child: ConfigNode
             if let existing = fields[head] {
                 child = existing
-            } else if Int(path.dropFirst().first ?? "") != nil {
+            } else if listIndex(path.dropFirst().first ?? "") != nil {
                 child = .array([], source)
             } else {
                 child = .object([:], source)
