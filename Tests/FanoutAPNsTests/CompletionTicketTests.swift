@@ -73,15 +73,19 @@ import Testing
     @Test func timeoutScanTerminatesAndEndsEachExpiredStreamOnce() throws {
         let events = try SocketEventSet(capacity: 4)
         let sink = HTTP2CompletionSink()
-        let now = ContinuousClock.now
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 16)
         defer { buffer.deallocate() }
+        // Made before `now` is read: the connection starts its stream scan from the clock when it is
+        // made, and loading the system CAs can take longer than the second this test steps forward.
+        let tlsContext = try TLSClientContext(caFile: nil)
+        let endpoint = try HTTP2Endpoint(baseURL: "https://127.0.0.1:9")
+        let now = ContinuousClock.now
         let connection = HTTP2ClientConnection(
             index: 0,
             gate: ConnectionGate(streamCap: 10, idleReprobe: nil, backoffMinimum: .milliseconds(10), backoffMaximum: .seconds(1), now: now),
-            settings: .init(endpoint: try HTTP2Endpoint(baseURL: "https://127.0.0.1:9"), connectTimeout: .seconds(10),
+            settings: .init(endpoint: endpoint, connectTimeout: .seconds(10),
                             requestTimeout: .seconds(1), upkeepInterval: .seconds(60), pingTimeout: .seconds(10)),
-            tlsContext: try TLSClientContext(caFile: nil), events: events, sink: sink, counters: APNsClientCounters(),
+            tlsContext: tlsContext, events: events, sink: sink, counters: APNsClientCounters(),
             resolver: HTTP2Resolver(events: events), readBuffer: buffer)
         var issuer = DispatchTicketIssuer()
         let log = CompletionLog()

@@ -2,9 +2,6 @@ import APNsSimulator
 import FanoutKafka
 import FanoutWorker
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 
 extension WorkerIntegration {
@@ -61,14 +58,13 @@ extension WorkerIntegration {
 
             // The admin server answers for this worker.
             let port = try #require(worker.adminPort)
-            let (body, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/debug/targets/\(key)")!)
-            #expect((response as? HTTPURLResponse)?.statusCode == 200)
-            let target = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+            let answer = try get(port: port, "/debug/targets/\(key)")
+            #expect(answer.status == 200)
+            let target = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
             #expect(target["ended"] as? Bool == true)
             #expect((target["token_prefix"] as? String)?.hasPrefix(String(token.prefix(8))) == true)
             #expect(worker.isReady().isReady)
-            let (metrics, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/metrics")!)
-            #expect(String(decoding: metrics, as: UTF8.self).contains("fanout_apns_sends_total{lane=\"activity\""))
+            #expect(try get(port: port, "/metrics").body.contains("fanout_apns_sends_total{lane=\"activity\""))
 
             await worker.stop(timeout: .seconds(5))
             #expect(try harness.allCommitted())

@@ -2,9 +2,6 @@ import APNsSimulator
 import FanoutKafka
 import FanoutWorker
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
 
 extension WorkerIntegration {
@@ -18,8 +15,7 @@ extension WorkerIntegration {
         }
 
         static func get(_ port: Int, _ path: String) async throws -> String {
-            let (body, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-            return String(decoding: body, as: UTF8.self)
+            try FanoutWorkerTests.get(port: port, path).body
         }
 
         static func detail(_ letter: KafkaMessage) -> String {

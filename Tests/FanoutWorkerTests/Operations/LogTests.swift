@@ -121,6 +121,25 @@ final class LineCollector: Sendable {
         #expect(Set(objects.map { "\($0["task"]!)-\($0["index"]!)" }).count == 1600)
     }
 
+    /// A logger that wrote many lines still writes from a thread with a small stack (the APNs client's
+    /// thread has 1 MiB): each line once wrapped the sink in two more thunks, in debug builds, until the
+    /// call through them overflowed the stack (the AddressSanitizer worker did so after ≈9 minutes of
+    /// load). Fails by crashing the test process when the sink grows again.
+    @Test func manyLinesLeaveTheSinkAsCheapToCall() async throws {
+        let count = Mutex(0)
+        let log = Log(level: .info, sink: { _ in count.withLock { $0 += 1 } })
+        for index in 0..<20_000 { log.info("line", ["index": .int(index)]) }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                log.info("from a small stack")
+                continuation.resume()
+            }
+            thread.stackSize = 256 << 10
+            thread.start()
+        }
+        #expect(count.withLock { $0 } == 20_001)
+    }
+
     @Test func rfc3339AcrossDates() {
         #expect(RFC3339.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
         #expect(RFC3339.format(Date(timeIntervalSince1970: 951_782_400.5)) == "2000-02-29T00:00:00.500Z")

@@ -21,11 +21,16 @@ public final class Log: Sendable {
 
     private final class Core: Sendable {
         let level: Atomic<Int>
-        let sink: Mutex<Sink>
+        /// Held while the sink writes a line. The sink is not the Mutex's value: a closure stored as a
+        /// generic container's value is reabstracted on each `inout` access, which an unoptimized build
+        /// does by wrapping it in two more thunks per line, so memory grew with every line logged and
+        /// calling the sink after ≈10,000 lines overflowed a 256 KiB thread stack.
+        let writing = Mutex(())
+        let sink: Sink
         let clock: @Sendable () -> Date
         init(level: LogLevel, sink: @escaping Sink, clock: @escaping @Sendable () -> Date) {
             self.level = Atomic(level.rank)
-            self.sink = Mutex(sink)
+            self.sink = sink
             self.clock = clock
         }
     }
@@ -77,7 +82,7 @@ public final class Log: Sendable {
                     _ fields: @autoclosure () -> KeyValuePairs<String, LogValue> = [:]) {
         guard isEnabled(level) else { return }
         let line = Self.format(time: core.clock(), level: level, message: message(), context: context, fields: fields())
-        core.sink.withLock { $0(line) }
+        core.writing.withLock { _ in core.sink(line) }
     }
 
     public func trace(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> KeyValuePairs<String, LogValue> = [:]) {
