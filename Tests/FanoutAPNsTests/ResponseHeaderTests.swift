@@ -40,6 +40,15 @@ import Testing
         #expect(response.apnsUniqueID == "u-9" && response.apnsRequestID == "r-1" && response.channelID == "dHN0LXU=")
     }
 
+    /// Found by `scripts/fuzz` in CI (FuzzAPNsResponse): delay-seconds with many leading zeros is still
+    /// a number of seconds; only a value past Int is dropped.
+    @Test func leadingZerosAreStillDelaySeconds() {
+        let zeros = String(repeating: "0", count: 45)
+        #expect(Self.response(status: 503, [("retry-after", zeros + "544435154953233294")]).retryAfterSeconds == 544_435_154_953_233_294)
+        #expect(Self.response(status: 503, [("retry-after", "9223372036854775807")]).retryAfterSeconds == Int.max)
+        #expect(Self.response(status: 503, [("retry-after", "9223372036854775808")]).retryAfterSeconds == nil)
+    }
+
     @Test func largeButValidDelaysAreRead() {
         #expect(Self.response(status: 429, [("retry-after", "120")]).retryAfterSeconds == 120)
         #expect(Self.response(status: 429, [("retry-after", "999999999999999999")]).retryAfterSeconds == 999_999_999_999_999_999)

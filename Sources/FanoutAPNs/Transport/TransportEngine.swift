@@ -167,13 +167,17 @@ extension APNsHTTPResponse {
 
     /// A `retry-after` value as delay-seconds, which is digits only (RFC 9110 §10.2.3): nil for an
     /// HTTP-date, a sign (`-1` would be a retry "after" a time already past) or a number too large for
-    /// Int. Read from the bytes, without making a String.
+    /// Int (leading zeros are fine). Read from the bytes, without making a String.
     static func delaySeconds(_ value: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard !value.isEmpty, value.count <= 18 else { return nil }
+        guard !value.isEmpty else { return nil }
         var seconds = 0
         for byte in value {
-            guard byte &- UInt8(ascii: "0") < 10 else { return nil }
-            seconds = seconds * 10 + Int(byte &- UInt8(ascii: "0"))
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (shifted, overflowA) = seconds.multipliedReportingOverflow(by: 10)
+            let (sum, overflowB) = shifted.addingReportingOverflow(Int(digit))
+            guard !overflowA, !overflowB else { return nil }
+            seconds = sum
         }
         return seconds
     }
