@@ -317,11 +317,13 @@ final class IntakeService: PartitionActions {
 
     // MARK: Rebalance callbacks (on the intake thread, inside poll/close)
 
+    /// The engine takes the partitions first and the log says so; only then do they count as
+    /// owned, which is what readiness reads: a ready worker's assignment is known and logged.
     private func assigned(_ partitions: [PartitionID]) {
         core.metrics.rebalances.labels("assigned").increment(by: UInt64(partitions.count))
-        state.withLock { $0.owned.formUnion(partitions) }
         core.assign(partitions)
         core.log.info("partitions assigned", ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])
+        state.withLock { $0.owned.formUnion(partitions) }
     }
 
     /// The engine drains the revoked partitions (their sends in flight answered, bounded by
