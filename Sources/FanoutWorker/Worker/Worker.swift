@@ -86,7 +86,7 @@ public final class Worker: Sendable {
 
     /// Checks the topic layout (partition counts of activity-updates and activity-tokens must match;
     /// the dead-letter and token feedback topics exist, `OutputTopicCheck`), joins the consumer group
-    /// and starts the intake, token and ticker threads and the admin server.
+    /// and starts the answer, intake, token and ticker threads and the admin server.
     public func start() throws {
         try phase.withLock { phase in
             guard phase == .created else { throw WorkerError(.lifecycle, "the worker was already started") }
@@ -118,9 +118,11 @@ public final class Worker: Sendable {
             admin?.stop()
             throw error
         }
+        core.answers.start(core: core)
         do {
             try intake.start()
         } catch {
+            core.answers.stop()
             admin?.stop()
             throw WorkerError.kafka(error, while: "subscribing")
         }
@@ -188,6 +190,7 @@ public final class Worker: Sendable {
         core.ticker.stop()
         heap.stop()
         await core.lanes.shutdown(deadline: min(deadline, .now + .seconds(1)))
+        core.answers.stop()  // the answers of sends abandoned at shutdown are fed to the engine first
         admin?.stop()
         phase.withLock { $0 = .stopped }
     }

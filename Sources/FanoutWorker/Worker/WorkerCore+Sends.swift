@@ -25,7 +25,8 @@ extension WorkerCore {
         return actions
     }
 
-    /// Starts one send; returns follow-up actions when it failed synchronously.
+    /// Starts one send; returns follow-up actions when it failed synchronously. Its answer goes to
+    /// the answer thread (`AnswerQueue`), which feeds it to the engine.
     func start(_ send: SendRequest) -> [EngineAction] {
         state.withLock { $0.summary.sends[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1 }
         if send.budgetDowngraded { metrics.lane(send.lane).budgetDowngrades.increment() }
@@ -33,43 +34,53 @@ extension WorkerCore {
         do {
             request = try APNsLanes.request(for: send)
         } catch {
-            return complete(send, outcome: .badPayload(reason: error.description, status: 0), result: nil, started: nil)
+            return complete(CollectionOfOne(AnswerQueue.Answer(send: send, outcome: .badPayload(reason: error.description, status: 0), result: nil, latency: nil)))
         }
         guard let client = lanes.client(lane: send.lane, app: send.app, environment: send.environment) else {
-            return complete(send, outcome: .configError(reason: "no APNs client for app \(send.app)", status: 0), result: nil, started: nil)
+            return complete(CollectionOfOne(AnswerQueue.Answer(send: send, outcome: .configError(reason: "no APNs client for app \(send.app)", status: 0), result: nil, latency: nil)))
         }
         let started = ContinuousClock.now
         do throws(APNsClientError) {
             try client.send(request) { [self] result in
-                let actions = complete(send, outcome: result.outcome, result: result, started: started)
-                perform(actions)
+                answers.add(AnswerQueue.Answer(send: send, outcome: result.outcome, result: result, latency: ContinuousClock.now - started), core: self)
             }
             return []
         } catch {
-            return complete(send, outcome: error.outcome, result: nil, started: nil)
+            return complete(CollectionOfOne(AnswerQueue.Answer(send: send, outcome: error.outcome, result: nil, latency: nil)))
         }
     }
 
-    /// Feeds a send's outcome to the engine and records it; returns the engine's actions.
-    private func complete(_ send: SendRequest, outcome: SendOutcome, result: APNsResult?, started: ContinuousClock.Instant?) -> [EngineAction] {
-        let lane = send.lane.rawValue
-        if let started { metrics.lane(send.lane).latency.observe(ContinuousClock.now - started) }
-        record(outcome, of: send, result: result, lane: lane)
+    /// Feeds answers to the engine under one lock and records them; returns the engine's actions.
+    func complete(_ answers: some Collection<AnswerQueue.Answer>) -> [EngineAction] {
+        for answer in answers {
+            if let latency = answer.latency { metrics.lane(answer.send.lane).latency.observe(latency) }
+            record(answer.outcome, of: answer.send, result: answer.result, lane: answer.send.lane.rawValue)
+        }
         let now = clock.now()
         var actions: [EngineAction] = []
         state.withLock { state in
-            if case .delivered = outcome {
-                state.summary.delivered[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
-                state.summary.coalesced += max(0, send.coveredOffsets.count - 1)
+            for answer in answers {
+                let send = answer.send
+                if case .delivered = answer.outcome {
+                    state.summary.delivered[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
+                    state.summary.coalesced += max(0, send.coveredOffsets.count - 1)
+                }
+                state.engine.complete(send.sendID, outcome: answer.outcome, now: now, into: &actions)
             }
-            state.engine.complete(send.sendID, outcome: outcome, now: now, into: &actions)
         }
-        if let result, let status = result.status, let note = result.transportFailure {
+        for answer in answers { report(answer, now: now) }
+        return actions
+    }
+
+    /// The logs of an answer, and what an answer about a channel changes outside the engine.
+    private func report(_ answer: AnswerQueue.Answer, now: Nanoseconds) {
+        let send = answer.send, outcome = answer.outcome, lane = send.lane.rawValue
+        if let result = answer.result, let status = result.status, let note = result.transportFailure {
             log.warning("APNs response was not read whole", ["key": .string(send.target), "lane": .string(lane),
                                                              "status": .int(status), "note": .string(note)])
         }
-        if let started, log.isEnabled(.trace) {
-            let elapsed = Nanoseconds(ContinuousClock.now - started)
+        if let latency = answer.latency, log.isEnabled(.trace) {
+            let elapsed = Nanoseconds(latency)
             log.trace("send completed", ["key": .string(send.target), "lane": .string(lane), "started_ns": .int(now - elapsed),
                                          "completed_ns": .int(now), "outcome": .string(Self.sendResult(outcome).rawValue),
                                          "timestamp": .int(send.event.timestamp), "offsets": .int(send.coveredOffsets.count)])
@@ -89,7 +100,6 @@ extension WorkerCore {
             log.error("APNs rejected a payload that passed validation (a bug): dead-lettered",
                       ["key": .string(send.target), "status": .int(status), "reason": .string(reason)])
         }
-        return actions
     }
 
     /// The send and error metrics of an answered (or failed on the wire) send.

@@ -6,7 +6,7 @@ import Foundation
 import Synchronization
 
 /// The worker's shared state: ONE `Mutex` around the engine and its bookkeeping. Every thread
-/// (Kafka intake, token follower, APNs completion threads, the ticker) changes it the same way:
+/// (Kafka intake, token follower, the answer thread fed by the APNs clients, the ticker) changes it the same way:
 /// take the lock, feed the engine, collect its actions, release, then carry the actions out
 /// (`perform`) outside the lock.
 final class WorkerCore: Sendable {
@@ -34,6 +34,8 @@ final class WorkerCore: Sendable {
     let records: RecordProducer
     let options: WorkerOptions
     let ticker = EngineTicker()
+    /// APNs answers on their way from the client threads to the engine.
+    let answers = AnswerQueue()
     let topics: FanoutConfiguration.Topics
     /// Who carries out the engine's Kafka-side actions (the intake service), held weakly: the
     /// intake owns this core, and a worker that is never started is freed with its clients.
