@@ -68,11 +68,9 @@ public struct APNsHTTPResponse: Sendable, Hashable {
         let outcome = APNsResponseClassifier.classify(status: status, reason: reason, timestampMillis: timestamp,
                                                       retryAfter: retryAfterSeconds.map { .seconds($0) },
                                                       rejectedProviderToken: rejectedProviderToken)
-        var result = APNsResult(status: status, reason: reason, apnsID: nil, apnsUniqueID: nil,
-                                timestampMillis: timestamp, outcome: outcome, transportFailure: transportFailure)
-        result.apnsIDHeader = apnsIDHeader ?? apnsRequestIDHeader
-        result.apnsUniqueIDHeader = apnsUniqueIDHeader
-        return result
+        return APNsResult(status: status, reason: reason, apnsIDHeader: apnsIDHeader ?? apnsRequestIDHeader,
+                          apnsUniqueIDHeader: apnsUniqueIDHeader, timestampMillis: timestamp, outcome: outcome,
+                          transportFailure: transportFailure)
     }
 }
 
@@ -98,10 +96,18 @@ public struct APNsResult: Sendable, Hashable {
 
     public init(status: Int?, reason: APNsReason?, apnsID: String?, apnsUniqueID: String?, timestampMillis: Int64?,
                 outcome: SendOutcome, transportFailure: String?) {
+        self.init(status: status, reason: reason, apnsIDHeader: apnsID.map(HeaderText.init),
+                  apnsUniqueIDHeader: apnsUniqueID.map(HeaderText.init), timestampMillis: timestampMillis,
+                  outcome: outcome, transportFailure: transportFailure)
+    }
+
+    /// With the ids as they came in the response's headers, kept inline until read.
+    public init(status: Int?, reason: APNsReason?, apnsIDHeader: HeaderText?, apnsUniqueIDHeader: HeaderText?,
+                timestampMillis: Int64?, outcome: SendOutcome, transportFailure: String?) {
         self.status = status
         self.reason = reason
-        self.apnsIDHeader = apnsID.map(HeaderText.init)
-        self.apnsUniqueIDHeader = apnsUniqueID.map(HeaderText.init)
+        self.apnsIDHeader = apnsIDHeader
+        self.apnsUniqueIDHeader = apnsUniqueIDHeader
         self.timestampMillis = timestampMillis
         self.outcome = outcome
         self.transportFailure = transportFailure

@@ -14,9 +14,6 @@ public struct EventDecoder: Sendable {
     public let policy: EventPolicy
     /// The one configured app, which events may then omit.
     private let onlyApp: String?
-    /// Configured apps as UTF-8, matched against the raw `app` bytes so a valid event reuses the
-    /// configured string instead of allocating one.
-    private let appNames: [(name: [UInt8], value: String)]
 
     static let eventKinds: [(name: [UInt8], value: EventKind)] = EventKind.allCases.map { (Array($0.rawValue.utf8), $0) }
     static let importances: [(name: [UInt8], value: Importance)] = [Importance.major, .minor].map { (Array($0.rawValue.utf8), $0) }
@@ -24,7 +21,6 @@ public struct EventDecoder: Sendable {
     public init(policy: EventPolicy) {
         self.policy = policy
         self.onlyApp = policy.apps.count == 1 ? policy.apps.first : nil
-        self.appNames = policy.apps.sorted().map { (Array($0.utf8), $0) }
     }
 
     /// Decodes one Kafka record of an event topic: a record without a value (a tombstone) or without a
@@ -224,7 +220,8 @@ public struct EventDecoder: Sendable {
         guard reader.kind(node) == .string else {
             throw EventRejection(.unknownApp, "\"app\" is \(reader.kindName(node)); it must be a bundle id string")
         }
-        if let known = reader.oneOf(node, appNames) { return known }
+        // A configured name is reused instead of decoded into a new String (as token records do).
+        if let known = reader.known(node, in: policy.apps) { return known }
         let app = reader.string(node)
         if policy.apps.isEmpty {
             guard EventReader.isBundleID(app) else {
