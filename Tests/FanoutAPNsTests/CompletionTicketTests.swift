@@ -70,6 +70,8 @@ import Testing
         #expect(stream.isActive)
     }
 
+    /// The nghttp2 connection's timeout scan visits only the due deadlines (never every stream on the
+    /// wire), ends each expired stream once and drops the entries of streams already answered.
     @Test func timeoutScanTerminatesAndEndsEachExpiredStreamOnce() throws {
         let events = try SocketEventSet(capacity: 4)
         let sink = HTTP2CompletionSink()
@@ -90,23 +92,31 @@ import Testing
         var issuer = DispatchTicketIssuer()
         let log = CompletionLog()
         var wire: [HTTP2Stream] = []
-        for n in 0..<5 {
+        for n in 0..<6 {
             let stream = HTTP2Stream()
-            stream.carried.begin(issuer.issue(), completion: log.completion(n))
+            let ticket = issuer.issue()
+            stream.carried.begin(ticket, completion: log.completion(n))
             stream.streamID = Int32(2 * n + 1)
-            stream.deadline = n.isMultiple(of: 2) ? now : now + .seconds(3600)
-            // Slots that do not match the list (the state in which removal by identity failed and the
-            // old scan never advanced): removal by position must still take each expired one off.
-            stream.slot = -1
+            // Submitted in order with one request timeout: deadlines never decrease on a connection.
+            stream.deadline = n < 3 ? now : now + .seconds(3600)
+            stream.slot = wire.count  // as `start` puts it on the wire
             wire.append(stream)
+            connection.deadlines.append(stream, ticket: ticket, deadline: stream.deadline)
         }
+        // Stream 1 was answered (its completion taken) and left the wire: its due entry ends nothing.
+        _ = wire[1].carried.take(wire[1].carried.ticket!)
+        wire.remove(at: 1)
+        for (slot, stream) in wire.enumerated() { stream.slot = slot }
         connection.streams = wire
         connection.state = .ready
         connection.tick(now: now + .seconds(1))
-        #expect(connection.streams.count == 2)
+        #expect(connection.streams.count == 3)
         #expect(connection.streams.allSatisfy { $0.deadline > now + .seconds(1) })
-        #expect(sink.ended.count == 3)
-        #expect(Set(sink.ended.map { ObjectIdentifier($0.stream) }).count == 3)
+        #expect(connection.streams.enumerated().allSatisfy { $0.element.slot == $0.offset })
+        #expect(sink.ended.count == 2, "streams 0 and 2 timed out; 1 was answered before")
+        #expect(Set(sink.ended.map { ObjectIdentifier($0.stream) }).count == 2)
+        // Only what was due was visited: the three streams a hour away keep their entries.
+        #expect(connection.deadlines.count == 3)
         for report in sink.ended {
             guard case .transportFailed(let text) = report.end else { Issue.record("\(report.end)"); continue }
             #expect(text.contains("request timeout"))

@@ -42,6 +42,13 @@ struct DeadlineQueue<Element: AnyObject> {
         return false
     }
 
+    /// Forgets every entry (the transport has nothing in flight, so none is still carried).
+    mutating func removeAll() {
+        guard !entries.isEmpty else { return }
+        entries.removeAll(keepingCapacity: true)
+        head = 0
+    }
+
     /// The deadline at the front (for the loop's wait); the scan may find it already answered.
     var earliestDeadline: ContinuousClock.Instant? { head < entries.count ? entries[head]!.deadline : nil }
 

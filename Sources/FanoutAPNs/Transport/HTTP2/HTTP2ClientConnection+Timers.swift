@@ -2,7 +2,7 @@ import Foundation
 
 /// Timers: the connect timeout, PING upkeep and its timeout, and request timeouts.
 extension HTTP2ClientConnection {
-    /// Connect timeout, PING upkeep and its timeout, and request timeouts (scanned every 100 ms).
+    /// Connect timeout, PING upkeep and its timeout, and request timeouts (the due ones, every 100 ms).
     func tick(now: ContinuousClock.Instant) {
         switch state {
         case .idle:
@@ -23,13 +23,24 @@ extension HTTP2ClientConnection {
                 isDirty = true
             }
         }
-        guard now >= nextStreamScan, inFlight > 0 else { return }
+        guard inFlight > 0 else {
+            deadlines.removeAll()  // nothing in flight: every entry is of a request already answered
+            return
+        }
+        guard now >= nextStreamScan else { return }
         nextStreamScan = now + Self.streamScanInterval
-        // Terminates by construction: each step either moves on or takes the stream at `index` off the
-        // wire by its position (which cannot fail), so the list shrinks.
-        var index = 0
-        while index < streams.count {
-            if now >= streams[index].deadline { timeOut(at: index) } else { index += 1 }
+        // Only the due entries are visited (at most `deadlineScanLimit` a scan; more due: scan again
+        // at once). An entry whose request was answered is dropped; one still carried is timed out
+        // where it is: on the wire, or still waiting for the connection.
+        expired.removeAll(keepingCapacity: true)
+        if deadlines.popExpired(now: now, limit: Self.deadlineScanLimit, isCarried: { $0.carried.ticket == $1 }, into: &expired) {
+            nextStreamScan = now
+        }
+        for entry in expired {
+            let stream = entry.element
+            if stream.slot >= 0, stream.slot < streams.count, streams[stream.slot] === stream {
+                timeOut(at: stream.slot)
+            }
         }
         // Pending streams wait for the connect, which times out before them unless connectTimeout is the longer one.
         while let first = pending.first, now >= first.deadline {
@@ -37,6 +48,8 @@ extension HTTP2ClientConnection {
             sink.report(first, .transportFailed("no response within \(settings.requestTimeout) (request timeout)"))
         }
     }
+
+    static let deadlineScanLimit = 1024
 
     /// The next instant `tick` has work, for the engine's wait: exactly the conditions `tick` checks,
     /// so a timer in the past is always handled by the next `tick` (the loop never spins on it).

@@ -57,6 +57,10 @@ final class HTTP2ClientConnection: PooledConnection {
     var resolveSerial: UInt64 = 0
     var addressIndex = 0
     var nextStreamScan = ContinuousClock.now
+    /// Every submitted stream's request deadline, in submission order (see `DeadlineQueue`): the
+    /// timeout scan visits only what is due, never every stream on the wire.
+    var deadlines = DeadlineQueue<HTTP2Stream>()
+    var expired: [DeadlineQueue<HTTP2Stream>.Entry] = []
 
     private var headers = HTTP2RequestHeaders()
 
@@ -101,6 +105,7 @@ final class HTTP2ClientConnection: PooledConnection {
     func submit(_ stream: HTTP2Stream, now: ContinuousClock.Instant) {
         stream.connectionIndex = index
         stream.deadline = now + settings.requestTimeout
+        if let ticket = stream.carried.ticket { deadlines.append(stream, ticket: ticket, deadline: stream.deadline) }
         switch state {
         case .ready:
             start(stream)
@@ -267,6 +272,7 @@ final class HTTP2ClientConnection: PooledConnection {
         for stream in streams { stream.slot = -1 }
         streams.removeAll(keepingCapacity: true)
         pending.removeAll(keepingCapacity: true)
+        deadlines.removeAll()  // every stream that had one is reported by the caller
         // The session is deleted without calling back for its streams.
         session = nil
         tls?.shutdown()
