@@ -26,7 +26,8 @@ public struct EngineConfiguration: Sendable {
     /// Bundle id for events without `app` (allowed when exactly one app is configured).
     public var defaultApp: String?
 
-    /// Retry backoff per target: full jitter over `min(cap, base * 2^(attempt-1))`.
+    /// Retry backoff per target: full jitter over `min(cap, base * 2^(attempt-1))`; a retry-after from
+    /// APNs is a floor, honoured up to `backoffCap`.
     public var backoffBase: Nanoseconds = .milliseconds(500)
     public var backoffCap: Nanoseconds = .minutes(5)
     /// When APNs answers a lane again after an outage (a send of that lane is delivered or otherwise

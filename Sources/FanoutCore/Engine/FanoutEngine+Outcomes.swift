@@ -178,7 +178,10 @@ extension FanoutEngine {
             ? configuration.backoffCap
             : min(configuration.backoffCap, configuration.backoffBase << exponent)
         let jitter = ceiling > 0 ? Int64(random.next() % UInt64(ceiling + 1)) : 0
-        targets[index].backoffUntil = now + max(jitter, suggested ?? 0)
+        // APNs's retry-after is a floor, honoured up to `backoffCap`: a value of days or years (the
+        // header is digits, up to Int) would otherwise hold the target, and its partition's commits, for that long.
+        let floor = min(suggested ?? 0, configuration.backoffCap)
+        targets[index].backoffUntil = now + max(jitter, floor)
     }
 
     /// Puts an undelivered state back as pending; a newer pending state wins, keeping the offsets.

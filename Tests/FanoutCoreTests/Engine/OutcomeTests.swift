@@ -19,6 +19,22 @@ import Testing
         #expect(snapshot.sends == 2 && snapshot.deliveries == 0 && snapshot.tokenPrefix == "\(tokenA.hex.prefix(8))…(\(tokenA.hex.count))")
     }
 
+    /// A retry-after of a century (the header is any run of digits) is honoured up to `backoff_cap`:
+    /// the target retries, and its offsets can commit, within the cap.
+    @Test func aHugeRetryAfterIsHonouredUpToTheBackoffCap() throws {
+        var configuration = EngineConfiguration()
+        configuration.backoffBase = sec
+        configuration.backoffCap = 60 * sec
+        var h = Harness(configuration: configuration)
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.complete(first, .retry(reason: "TooManyRequests", status: 429, after: .seconds(Int64(100 * 365 * 86_400))))
+        #expect(h.advance(59 * sec).sends.isEmpty, "the retry-after is a floor up to the cap")
+        let retry = try #require(h.advance(sec).sends.first, "retried at the cap, not in a century")
+        #expect(retry.event.id == "e1")
+        h.complete(retry, .delivered)
+        #expect(h.engine.commitPoints().map(\.offset) == [1], "delivered: its offset can commit")
+    }
+
     @Test func backoffIsCappedAndJittered() throws {
         var configuration = EngineConfiguration()
         configuration.backoffBase = sec
