@@ -39,6 +39,11 @@ public enum APNsResponseClassifier {
         switch reason {
         case .unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic, .channelNotRegistered:
             return .tokenGone(reason: text, status: status, apnsTimestampMillis: timestampMillis)
+        case .badChannelId:
+            // Live APNs answers a broadcast to a well-formed id that was never created with BadChannelId
+            // (a deleted one: ChannelNotRegistered), and Fanout sends only ids its decoder checked as
+            // base64: the channel is not there.
+            return .tokenGone(reason: text, status: status, apnsTimestampMillis: timestampMillis)
         case .tooManyRequests, .tooManyProviderTokenUpdates, .internalServerError, .serviceUnavailable,
              .shutdown, .idleTimeout:
             return .retry(reason: text, status: status, after: retryAfter)
@@ -50,7 +55,7 @@ public enum APNsResponseClassifier {
             if rejected.showsWrongClock { return .configError(reason: rejected.wrongClockDescription, status: status) }
             return .retry(reason: text, status: status, after: .seconds(rejected.secondsUntilNextToken))
         case .payloadTooLarge, .payloadEmpty, .badCollapseId, .badExpirationDate, .badMessageId,
-             .badPriority, .duplicateHeaders, .missingDeviceToken, .missingChannelId, .badChannelId,
+             .badPriority, .duplicateHeaders, .missingDeviceToken, .missingChannelId,
              .badRequestParams, .badRequestPayload:
             return .badPayload(reason: text, status: status)
         case .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken, .badTopic,

@@ -24,7 +24,7 @@ import APNsModel
         ("InternalServerError", 500, .retry), ("ServiceUnavailable", 503, .retry), ("Shutdown", 503, .retry),
         // broadcast / channel (APNS.md §6)
         ("FeatureNotEnabled", 400, .configError), ("MissingChannelId", 400, .badPayload),
-        ("BadChannelId", 400, .badPayload), ("ChannelNotRegistered", 400, .tokenGone),
+        ("BadChannelId", 400, .tokenGone), ("ChannelNotRegistered", 400, .tokenGone),  // a never-created id, as live APNs answers
         ("BadRequestParams", 400, .badPayload), ("BadRequestPayload", 400, .badPayload),
         ("MissingPushType", 400, .configError), ("CannotCreateChannelConfig", 400, .configError),
         ("TopicMismatch", 403, .configError), ("Service Unavailable", 503, .retry),

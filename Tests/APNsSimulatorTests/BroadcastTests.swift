@@ -49,8 +49,9 @@ struct BroadcastTests {
     }
 
     /// A channel that is not there, never created or deleted (once or twice), is answered as live
-    /// APNs answers it: 404 BadPath on read and on delete, while a broadcast to it is 400
-    /// ChannelNotRegistered; another app's channel is not there for this app.
+    /// APNs answers it: 404 BadPath on read and on delete, while a broadcast to a deleted one is 400
+    /// ChannelNotRegistered (to a never-created one BadChannelId, `broadcastSendRules`); another app's
+    /// channel is not there for this app.
     @Test func readAndDeleteOfAMissingChannelAre404BadPath() async throws {
         let harness = try SimulatorHarness()
         let app = SimulatorHarness.app
@@ -139,7 +140,7 @@ struct BroadcastTests {
             ("missing expiration", url, broadcastHeaders(harness, channel: stored, ["apns-expiration": nil]), body, 400, "BadExpirationDate"),
             ("missing channel", url, broadcastHeaders(harness, channel: nil), body, 400, "MissingChannelId"),
             ("malformed channel", url, broadcastHeaders(harness, channel: "%%%"), body, 400, "BadChannelId"),
-            ("unknown channel", url, broadcastHeaders(harness, channel: "AAAAAAAAAAAAAAAAAAAAAA=="), body, 400, "ChannelNotRegistered"),
+            ("never-created channel", url, broadcastHeaders(harness, channel: "AAAAAAAAAAAAAAAAAAAAAA=="), body, 400, "BadChannelId"),
             ("missing push type", url, broadcastHeaders(harness, channel: stored, ["apns-push-type": nil]), body, 400, "MissingPushType"),
             ("wrong push type", url, broadcastHeaders(harness, channel: stored, ["apns-push-type": "alert"]), body, 400, "InvalidPushType"),
             ("missing priority", url, broadcastHeaders(harness, channel: stored, ["apns-priority": nil]), body, 400, "BadPriority"),

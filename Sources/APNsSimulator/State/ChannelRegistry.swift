@@ -4,8 +4,10 @@ import Foundation
 /// Broadcast channels per app: random base64 IDs, a storage policy fixed at creation, at most
 /// `maxPerApp` per app, deleted IDs never reused.
 ///
-/// A channel that is not there (never created, deleted, or another app's) is answered as live APNs
-/// answers it: a read or delete naming it gets 404 BadPath, a broadcast to it 400 ChannelNotRegistered.
+/// A channel that is not there is answered as live APNs answers it: a read or delete naming it gets
+/// 404 BadPath; a broadcast to a deleted channel gets 400 ChannelNotRegistered, and to an id that
+/// was never created (here or for this app) 400 BadChannelId (observed on live APNs; see the README's
+/// simulator notes under "Load testing and benchmarks").
 struct ChannelRegistry {
     struct Channel: Equatable {
         var bundleID: String
@@ -15,6 +17,9 @@ struct ChannelRegistry {
     let maxPerApp: Int
     private(set) var channels: [String: Channel] = [:]
     private var idsByApp: [String: [String]] = [:]
+    /// Deleted channels, never reused: a broadcast to one is ChannelNotRegistered. One entry per
+    /// delete, for the simulator's lifetime (a test or load-test run).
+    private var deleted: Set<String> = []
 
     init(maxPerApp: Int) { self.maxPerApp = maxPerApp }
 
@@ -31,7 +36,7 @@ struct ChannelRegistry {
                 for offset in 0..<8 { bytes[index + offset] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(offset))) }
             }
             id = Data(bytes).base64EncodedString()
-        } while channels[id] != nil
+        } while channels[id] != nil || deleted.contains(id)
         channels[id] = Channel(bundleID: bundleID, storagePolicy: storagePolicy)
         idsByApp[bundleID, default: []].append(id)
         return .success(id)
@@ -45,6 +50,7 @@ struct ChannelRegistry {
     mutating func delete(bundleID: String, id: String) -> Refusal? {
         guard let channel = channels[id], channel.bundleID == bundleID else { return Self.noSuchChannel(bundleID: bundleID, id: id) }
         channels[id] = nil
+        deleted.insert(id)
         idsByApp[bundleID]?.removeAll { $0 == id }
         return nil
     }
@@ -61,7 +67,11 @@ struct ChannelRegistry {
     /// Broadcast admission: the channel exists for this app, and a No-Storage channel (policy 0)
     /// accepts only `apns-expiration: 0`.
     func admit(bundleID: String, id: String, expiration: Int64) -> Refusal? {
-        guard let channel = channels[id], channel.bundleID == bundleID else { return Refusal(.channelNotRegistered) }
+        guard let channel = channels[id], channel.bundleID == bundleID else {
+            return deleted.contains(id)
+                ? Refusal(.channelNotRegistered, "channel \(id) was deleted")
+                : Refusal(.badChannelId, "no channel \(id) was ever created for \(bundleID)")
+        }
         if channel.storagePolicy == 0, expiration != 0 {
             return Refusal(.badExpirationDate, "No-Storage channels (policy 0) accept only apns-expiration: 0")
         }

@@ -113,8 +113,9 @@ extension WorkerIntegration {
             await worker.stop(timeout: .seconds(5))
         }
 
-        /// A channel never created and one deleted: APNs answers ChannelNotRegistered, the events are
-        /// dead-lettered as channel-not-registered and counted, and the partition keeps flowing.
+        /// A channel never created and one deleted: APNs answers BadChannelId and ChannelNotRegistered (as
+        /// live APNs does), both events are dead-lettered as channel-not-registered and counted, and the
+        /// partition keeps flowing.
         @Test func channelNotRegisteredIsDeadLetteredAndThePartitionFlows() async throws {
             let harness = try IntegrationHarness(partitions: 1)
             let app = IntegrationHarness.app
@@ -140,9 +141,10 @@ extension WorkerIntegration {
             #expect(letters.allSatisfy { Self.header($0, "fanout-error") == "channel-not-registered" })
             #expect(Set(letters.compactMap { $0.key.map { String(decoding: $0, as: UTF8.self) } }) == [neverCreated, deleted])
             // Per unknown channel: one storage-policy lookup (read channel: 404 BadPath, no such channel)
-            // and one send (400 ChannelNotRegistered).
+            // and one send (400 BadChannelId for the never-created id, ChannelNotRegistered for the deleted one).
             #expect(harness.simulator.stats().count(status: 404, reason: .badPath) == 2)
-            #expect(harness.simulator.stats().count(status: 400, reason: .channelNotRegistered) == 2)
+            #expect(harness.simulator.stats().count(status: 400, reason: .channelNotRegistered) == 1)
+            #expect(harness.simulator.stats().count(status: 400, reason: .badChannelId) == 1)
             #expect(Self.sample(metrics, "fanout_broadcast_channel_not_registered_total{app=\"\(app)\"}") == 2)
             #expect(Self.sample(metrics, "fanout_dead_letters_total{topic=\"\(IntegrationHarness.broadcasts)\",reason=\"channel-not-registered\"}") == 2)
             #expect(worker.summary.deadLettered["channel-not-registered"] == 2)
