@@ -4,10 +4,10 @@ import FuzzSupport
 
 /// What `APNsResponseClassifier` and the response reading promise (README, "APNs outcome" table).
 enum ResponseProperties {
-    static let tokenGoneReasons: Set<APNsReason> = [.unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic, .channelNotRegistered]
+    static let tokenGoneReasons: Set<APNsReason> = [.unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic, .channelNotRegistered, .badChannelId]
     static let payloadReasons: Set<APNsReason> = [
         .payloadTooLarge, .payloadEmpty, .badCollapseId, .badExpirationDate, .badMessageId, .badPriority,
-        .duplicateHeaders, .missingDeviceToken, .missingChannelId, .badChannelId, .badRequestParams, .badRequestPayload,
+        .duplicateHeaders, .missingDeviceToken, .missingChannelId, .badRequestParams, .badRequestPayload,
     ]
     static let providerTokenReasons: Set<APNsReason> = [.expiredProviderToken, .invalidProviderToken, .missingProviderToken]
 
