@@ -1,4 +1,4 @@
-/// Where pushes go. APNS.md §1: production and sandbox hosts, port 443 or 2197; channel management
+/// Where pushes go. docs/apns.md §1: production and sandbox hosts, port 443 or 2197; channel management
 /// on its own hosts and ports.
 public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
     case production

@@ -27,7 +27,7 @@ public struct APNsHTTPRequest: Sendable, Hashable {
 }
 
 extension APNsRequest {
-    /// The wire form: path and headers exactly as APNS.md §3 (device) and §6 (broadcast) describe.
+    /// The wire form: path and headers exactly as docs/apns.md §3 (device) and §6 (broadcast) describe.
     public var http: APNsHTTPRequest {
         var headers: [APNsHTTPRequest.Header] = []
         headers.reserveCapacity(6)

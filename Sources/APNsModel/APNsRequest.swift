@@ -14,7 +14,7 @@ public struct APNsRequest: Sendable, Hashable {
     public let target: Target
     public let priority: APNsPriority
     /// `apns-expiration`, UNIX seconds (0: deliver once, store nothing). Every push carries one: on a
-    /// device push APNs would otherwise store the notification up to 30 days (APNS.md §11), on a
+    /// device push APNs would otherwise store the notification up to 30 days (docs/apns.md §11), on a
     /// broadcast it is required (0 on no-storage channels).
     public let expiration: Int64
     /// Canonical lowercase UUID: `apns-id` on device pushes, `apns-request-id` on broadcasts.
@@ -46,9 +46,9 @@ public struct APNsRequest: Sendable, Hashable {
                                limit: APNsRequest.broadcastLimit)
     }
 
-    /// `/3/device` body limit (APNS.md §3).
+    /// `/3/device` body limit (docs/apns.md §3).
     public static let deviceLimit = 4096
-    /// Broadcast body limit (APNS.md §6).
+    /// Broadcast body limit (docs/apns.md §6).
     public static let broadcastLimit = 5120
 
     private init(bundleID: String, target: Target, priority: APNsPriority, expiration: Int64,
@@ -107,7 +107,7 @@ public enum APNsRequestError: Error, Sendable, Hashable, CustomStringConvertible
     case priorityNotAllowed(Int)
     case emptyPayload
     case payloadTooLarge(size: Int, limit: Int)
-    /// Broadcasts can update or end activities, not start them (APNS.md §6).
+    /// Broadcasts can update or end activities, not start them (docs/apns.md §6).
     case startOverBroadcast
 
     public var description: String {

@@ -4,7 +4,7 @@ import APNsModel
 public struct APNsClientConfiguration: Sendable {
     /// Where requests go.
     public enum Endpoint: Sendable, Hashable {
-        /// Apple's push hosts (APNS.md §1).
+        /// Apple's push hosts (docs/apns.md §1).
         case apple(APNsEnvironment)
         /// Apple's channel-management hosts (`api-manage-broadcast.*`, ports 2195/2196).
         case appleChannelManagement(APNsEnvironment)

@@ -6,7 +6,7 @@ import APNsModel
     enum Class: String { case tokenGone, retry, refreshAuth, badPayload, configError }
 
     static let expected: [(String, Int, Class)] = [
-        // /3/device (APNS.md §5)
+        // /3/device (docs/apns.md §5)
         ("BadCollapseId", 400, .badPayload), ("BadDeviceToken", 400, .tokenGone),
         ("BadExpirationDate", 400, .badPayload), ("BadMessageId", 400, .badPayload),
         ("BadPriority", 400, .badPayload), ("BadTopic", 400, .configError),
@@ -22,13 +22,13 @@ import APNsModel
         ("Unregistered", 410, .tokenGone), ("PayloadTooLarge", 413, .badPayload),
         ("TooManyProviderTokenUpdates", 429, .retry), ("TooManyRequests", 429, .retry),
         ("InternalServerError", 500, .retry), ("ServiceUnavailable", 503, .retry), ("Shutdown", 503, .retry),
-        // broadcast / channel (APNS.md §6)
+        // broadcast / channel (docs/apns.md §6)
         ("FeatureNotEnabled", 400, .configError), ("MissingChannelId", 400, .badPayload),
         ("BadChannelId", 400, .tokenGone), ("ChannelNotRegistered", 400, .tokenGone),  // a never-created id, as live APNs answers
         ("BadRequestParams", 400, .badPayload), ("BadRequestPayload", 400, .badPayload),
         ("MissingPushType", 400, .configError), ("CannotCreateChannelConfig", 400, .configError),
         ("TopicMismatch", 403, .configError), ("Service Unavailable", 503, .retry),
-        // observed from live APNs where Apple's table says FeatureNotEnabled (APNS.md §6)
+        // observed from live APNs where Apple's table says FeatureNotEnabled (docs/apns.md §6)
         ("BroadcastFeatureNotEnabled", 400, .configError),
     ]
 

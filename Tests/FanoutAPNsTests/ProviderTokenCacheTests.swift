@@ -248,7 +248,7 @@ import FanoutCrypto
     }
 }
 
-/// A key that cannot sign is a configuration error (DESIGN §4: stop sending for the app, report
+/// A key that cannot sign is a configuration error (docs/design.md §4: stop sending for the app, report
 /// not-ready), never a transport failure retried forever; the text names the cause, not the key.
 @Suite struct ProviderTokenSigningFailureTests {
     struct SigningRefused: Error, CustomStringConvertible {

@@ -40,7 +40,7 @@ import Testing
         #expect(error?.reason.contains("enable.idempotence") == true)
     }
 
-    /// DESIGN.md §6: cooperative-sticky unless the configuration names another assignor.
+    /// docs/design.md §9: cooperative-sticky unless the configuration names another assignor.
     @Test func cooperativeStickyIsTheDefaultAssignor() throws {
         let unreachable = ["bootstrap.servers": "127.0.0.1:1"]
         let assignor = { (consumer: KafkaConsumer) in consumer.configuredValue(of: "partition.assignment.strategy") }

@@ -7,7 +7,7 @@ func uniqueName(_ prefix: String) -> String {
     "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
 }
 
-/// Group settings from ENVIRONMENT.md: the mock completes a rebalance only after the rebalance
+/// Group settings from docs/environment.md §1: the mock completes a rebalance only after the rebalance
 /// timeout, so keep it short in tests.
 func groupConfiguration(_ cluster: MockKafkaCluster, _ extra: [String: String] = [:]) -> KafkaConfiguration {
     cluster.configuration([

@@ -1,4 +1,4 @@
-/// The body of one ActivityKit push: `{"aps":{…}}` as APNs expects it (reference/APNS.md §4).
+/// The body of one ActivityKit push: `{"aps":{…}}` as APNs expects it (docs/apns.md §4).
 ///
 /// JSON parts the producer wrote (content state, alert, attributes) are carried as raw bytes that
 /// must already be valid JSON objects; they are spliced in verbatim. Building the body does not use

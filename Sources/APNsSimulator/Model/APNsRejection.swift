@@ -1,5 +1,5 @@
 /// Every reason string the simulator answers with, with its HTTP status. The raw values are Apple's
-/// strings (see APNS.md §5 and §6) so clients classify simulator answers exactly like Apple's.
+/// strings (see docs/apns.md §5 and §6) so clients classify simulator answers exactly like Apple's.
 public enum APNsRejection: String, Sendable, CaseIterable, Codable {
     // 400
     case badCollapseId = "BadCollapseId"

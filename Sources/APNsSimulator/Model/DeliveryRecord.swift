@@ -34,7 +34,7 @@ public struct DeliveryRecord: Sendable, Equatable, Codable {
 
 /// What a device (or every subscriber of a channel) would display for one Live Activity, derived from the
 /// accepted pushes the way ActivityKit applies them: an update older than the newest applied timestamp is
-/// ignored, `end` applies regardless of timestamp (APNS.md §4), and anything after `end` is ignored.
+/// ignored, `end` applies regardless of timestamp (docs/apns.md §4), and anything after `end` is ignored.
 public struct DeviceView: Sendable, Equatable, Codable {
     /// Token or channel ID.
     public var target: String

@@ -10,7 +10,7 @@ struct BroadcastPush {
     var payload: LiveActivityPayload
 }
 
-/// The `/4/broadcasts/apps/<bundle>` rules of APNS.md §6, as a pure function of the request.
+/// The `/4/broadcasts/apps/<bundle>` rules of docs/apns.md §6, as a pure function of the request.
 enum BroadcastRules {
     static let maxBodyBytes = 5120
     static let pathPrefix: StaticString = "/4/broadcasts/apps/"

@@ -7,7 +7,7 @@ struct DevicePush {
     var payload: LiveActivityPayload
 }
 
-/// The `/3/device/<token>` rules of APNS.md §3–§5, as a pure function of the request.
+/// The `/3/device/<token>` rules of docs/apns.md §3–§5, as a pure function of the request.
 /// Authentication is checked before (per connection), token state and rate after (shared state).
 enum DevicePushRules {
     static let maxBodyBytes = 4096

@@ -1,6 +1,6 @@
 /// The parts of a Live Activity push body the simulator checks and records, located by byte range.
 ///
-/// Rules (APNS.md §4): `aps` object; `timestamp` a positive number of *seconds*; `event` one of
+/// Rules (docs/apns.md §4): `aps` object; `timestamp` a positive number of *seconds*; `event` one of
 /// start/update/end; `content-state` an object; `start` also needs `attributes-type` (string),
 /// `attributes` (object) and `alert`; dates in seconds; broadcasts cannot start an activity.
 /// Apple accepts such mistakes with 200 and the device drops the push silently; the simulator refuses

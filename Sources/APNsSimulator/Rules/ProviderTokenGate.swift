@@ -1,6 +1,6 @@
 import Foundation
 
-/// Per-connection provider-token rules (APNS.md §2), with the verification cached per token text so
+/// Per-connection provider-token rules (docs/apns.md §2), with the verification cached per token text so
 /// ES256 runs once per new JWT on a connection, not per request:
 /// - missing → 403 MissingProviderToken; malformed, bad signature, wrong team → 403 InvalidProviderToken;
 /// - `iat` older than the maximum age → 403 ExpiredProviderToken;

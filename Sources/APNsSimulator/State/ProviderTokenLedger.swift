@@ -2,8 +2,8 @@ import Foundation
 import Synchronization
 
 /// The per-key limit on new provider tokens, across every connection: fleets whose replicas each
-/// mint their own token for one key draw `429 TooManyProviderTokenUpdates` (APNS.md §11), although
-/// Apple documents the 20-minute rule per connection (APNS.md §2, `ProviderTokenGate`). At most
+/// mint their own token for one key draw `429 TooManyProviderTokenUpdates` (docs/apns.md §11), although
+/// Apple documents the 20-minute rule per connection (docs/apns.md §2, `ProviderTokenGate`). At most
 /// `limit` distinct tokens of one key (`kid`) may be brought into use — first admitted on any
 /// connection — within `intervalSeconds` (20 minutes); another new one is refused. A token once
 /// admitted stays welcome on every connection until it expires, so replicas presenting the same

@@ -2,7 +2,7 @@
 /// dispatches, completions and time, and asks for capacity.
 ///
 /// APNs allows one stream on a token-auth connection until a request with a valid token has been
-/// answered (APNS.md §1). So a fresh connection carries exactly one request (the probe); the first
+/// answered (docs/apns.md §1). So a fresh connection carries exactly one request (the probe); the first
 /// HTTP answer that is not a provider-token rejection opens it up to our cap (libcurl/nghttp2 then
 /// also honour the server's SETTINGS_MAX_CONCURRENT_STREAMS). A transport failure (reset, GOAWAY,
 /// timeout, TLS) puts the connection into exponential backoff with full jitter, after which it is

@@ -60,7 +60,7 @@ struct Dispatcher<Connection: PooledConnection> {
             do {
                 token = try tokenCache.token(for: submission.credentials)
             } catch {
-                // DESIGN §4: a configuration error, not a transport failure to retry forever. The
+                // docs/design.md §4: a configuration error, not a transport failure to retry forever. The
                 // error describes the key problem (OpenSSL's reason), never the key or a JWT.
                 let credentials = submission.credentials
                 submission.completion(.failure(.cannotSignProviderToken(teamID: credentials.teamID, keyID: credentials.keyID,

@@ -33,7 +33,7 @@ final class EmbeddedPipeline: Sendable {
     }
 
     /// librdkafka's defaults make the mock cluster finish a rebalance only after minutes; with more
-    /// than one member joining, use short group timings (reference/ENVIRONMENT.md).
+    /// than one member joining, use short group timings (docs/environment.md §1).
     static let shortRebalance = ["session.timeout.ms": "6000", "max.poll.interval.ms": "7000", "heartbeat.interval.ms": "500"]
 
     // Declaration order is teardown order: Swift destroys stored properties in this order, and

@@ -2,7 +2,7 @@ import APNsSimulator
 import Foundation
 
 /// Checks what the APNs simulator accepted, push by push, against Fanout's promises per target
-/// (DESIGN.md §3): at most one push per `min_interval`, priority 10 only with credit in the target's
+/// (docs/design.md §3): at most one push per `min_interval`, priority 10 only with credit in the target's
 /// bucket, strictly increasing `aps.timestamp`, nothing after an end, and finally every target's
 /// end (its last published state) delivered. Pure and streaming: memory is per target, not per push.
 ///

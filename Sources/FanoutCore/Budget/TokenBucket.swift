@@ -37,7 +37,7 @@ public struct TokenBucket: Sendable, Hashable {
     }
 }
 
-/// Send-rate rules for one kind of target (DESIGN.md §3 "Per-token frequency budget").
+/// Send-rate rules for one kind of target (docs/design.md §3 "Per-token frequency budget").
 public struct BudgetSettings: Sendable, Hashable {
     /// At most one send per target per `minInterval`.
     public var minInterval: Nanoseconds

@@ -1,5 +1,5 @@
 /// How to tell a meaningful change from a minor one for one ActivityKit attributes type
-/// (DESIGN.md §3 "Meaningful vs minor"; README "Configuration", `engine.progress_fields`).
+/// (docs/design.md §3 "Meaningful vs minor"; README "Configuration", `engine.progress_fields`).
 public struct MeaningProfile: Sendable, Hashable {
     /// Top-level `content_state` fields that measure progress (e.g. `"done"`, `"fraction"`), by precedence.
     /// Of those present in one event with a number, the first `progressSlots` by this order are progress:

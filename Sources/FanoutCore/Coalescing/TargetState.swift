@@ -1,6 +1,6 @@
 import APNsModel
 
-/// Everything the engine remembers about one target (activity key or channel) — DESIGN.md §3.
+/// Everything the engine remembers about one target (activity key or channel) — docs/design.md §3.
 ///
 /// One contiguous record per target, laid out in the order the per-event path reads it (key check,
 /// coalescing, then the send decision). 232 bytes (`MemoryLayout<TargetState>.stride`, checked by a

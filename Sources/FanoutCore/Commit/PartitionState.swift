@@ -1,4 +1,4 @@
-/// Where an assigned partition is in its life with this worker (DESIGN.md §4 "Who decides"):
+/// Where an assigned partition is in its life with this worker (docs/design.md §5):
 ///
 /// ```
 /// assigned ─► readingTokens ─(tokens caught up, same assignment)─► live ─(revoke)─► closing ─► drained

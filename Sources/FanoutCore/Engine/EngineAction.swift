@@ -103,7 +103,7 @@ public enum EngineAction: Sendable, Hashable {
     /// APNs answered the failing lane over HTTP again.
     case laneRecovered(lane: Lane, after: Nanoseconds)
 
-    // The partition lifecycle (DESIGN.md §4 "Who decides"): the worker executes these and reports back.
+    // The partition lifecycle (docs/design.md §5): the worker executes these and reports back.
 
     /// Read partition `partition` of activity-tokens from the beginning and apply it live; report
     /// `tokensCaughtUp(partition:assignment:now:into:)` once the high watermark seen at this request is reached.

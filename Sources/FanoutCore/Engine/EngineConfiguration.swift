@@ -1,4 +1,5 @@
-/// Every knob of the core engine, with DESIGN.md's defaults. All durations in nanoseconds.
+/// Every knob of the core engine, with the defaults of the README's "Configuration" (the rules they
+/// tune: docs/design.md §3). All durations in nanoseconds.
 public struct EngineConfiguration: Sendable {
     /// Per-activity targets of apps not listed in `frequentUpdatesApps`.
     public var activityBudget = BudgetSettings.standard

@@ -1,4 +1,4 @@
-/// Flow control and commits (DESIGN.md §4 "Backpressure", "Delivery guarantees"): when a partition is
+/// Flow control and commits (docs/design.md §6 and §4): when a partition is
 /// paused or resumed, and when a commit goes out with what. The worker executes the actions and
 /// reports what Kafka answered; a commit in flight never holds anything else back.
 extension FanoutEngine {

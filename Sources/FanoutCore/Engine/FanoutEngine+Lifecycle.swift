@@ -1,4 +1,4 @@
-/// Each partition's life with this worker (DESIGN.md §4 "Who decides", `PartitionPhase`): the worker
+/// Each partition's life with this worker (docs/design.md §5, `PartitionPhase`): the worker
 /// reports assignment changes and token catch-up; the engine decides when a partition may send and
 /// when a revoke is drained, and says so with actions.
 extension FanoutEngine {

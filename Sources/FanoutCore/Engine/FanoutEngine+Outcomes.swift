@@ -1,6 +1,6 @@
 import APNsModel
 
-/// What each APNs outcome does (DESIGN.md §4).
+/// What each APNs outcome does (docs/design.md §4).
 extension FanoutEngine {
     /// The result of send `sendID`. Unknown ids (for example sends of a revoked partition) are ignored.
     public mutating func complete(_ sendID: UInt64, outcome: SendOutcome, now: Nanoseconds, into actions: inout [EngineAction]) {

@@ -1,4 +1,4 @@
-/// How long a target is remembered (DESIGN.md §3: what the dedupe and timestamp rules need, no
+/// How long a target is remembered (docs/design.md §6: what the dedupe and timestamp rules need, no
 /// longer), with every cost bounded and none growing with the number of tracked targets:
 ///
 /// - An ended target (its end delivered or resolved) is kept `endedRetention` after its end or the

@@ -1,7 +1,7 @@
 import APNsModel
 
 extension ActivityEvent {
-    /// The APNs body for this event as Fanout sends it (DESIGN.md §3): the event's stale date, or
+    /// The APNs body for this event as Fanout sends it (docs/design.md §3): the event's stale date, or
     /// `timestamp + defaultStaleAfter` when it has none (pass nil for no default); dismissal date
     /// only on end.
     public func livePayload(defaultStaleAfter: Int64?) -> LiveActivityPayload {

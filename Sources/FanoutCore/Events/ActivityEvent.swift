@@ -40,7 +40,7 @@ public struct ContentField: Sendable, Hashable {
     }
 }
 
-/// A decoded, validated v1 event (DESIGN.md §2). Everything the engine and payload builder need;
+/// A decoded, validated v1 event (docs/design.md §2). Everything the engine and payload builder need;
 /// nothing here has to be parsed again.
 ///
 /// A value type whose fields live in one immutable heap box, so copying an event (into the pending

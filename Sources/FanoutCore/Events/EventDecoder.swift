@@ -1,6 +1,6 @@
 import APNsModel
 
-/// Turns the bytes of one v1 event (DESIGN.md §2) into a validated `ActivityEvent`, or says exactly
+/// Turns the bytes of one v1 event (docs/design.md §2) into a validated `ActivityEvent`, or says exactly
 /// why not with a stable `RejectionReason`.
 ///
 /// Pure and thread-safe: a value configured once by `EventPolicy`; `decode` touches no shared state.

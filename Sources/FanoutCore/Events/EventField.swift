@@ -1,4 +1,4 @@
-/// The top-level members of a v1 event (DESIGN.md §2). Anything else is `unknown-field`.
+/// The top-level members of a v1 event (docs/design.md §2). Anything else is `unknown-field`.
 enum EventField: Int, CaseIterable {
     case v, id, app, activity, channel, event, timestamp, contentState, importance, alert
     case staleDate, dismissalDate, relevanceScore, token, attributesType, attributes

@@ -8,7 +8,7 @@ public struct EventPolicy: Sendable, Hashable {
     /// `timestamp`, `stale_date` and `dismissal_date` may be at most this far after `now`
     /// (8 h: the longest a Live Activity lives; the device drops later timestamps).
     public var maxFutureSeconds: Int64
-    /// The stale date the engine adds when an event has none (DESIGN.md §3). The decoder sizes the
+    /// The stale date the engine adds when an event has none (docs/design.md §3). The decoder sizes the
     /// final APNs payload with it, so an event that passes validation also fits once sent.
     public var defaultStaleAfter: Int64
     /// Deepest nesting of objects and arrays accepted (the event object itself is level 1).

@@ -1,6 +1,6 @@
 import APNsModel
 
-/// One value of the compacted `activity-tokens` topic (DESIGN.md §2):
+/// One value of the compacted `activity-tokens` topic (docs/design.md §2):
 /// `{"token":"<hex>","app":"…","environment":"production"|"sandbox","at":<seconds>}`,
 /// keyed by the activity key (or push-to-start key). A `nil` value is a tombstone.
 public struct TokenRecord: Sendable, Hashable {

@@ -4,7 +4,7 @@ import FanoutCore
 import Foundation
 import Synchronization
 
-/// The two delivery lanes (DESIGN.md §3): separate `APNsClient`s for per-activity pushes and
+/// The two delivery lanes (docs/design.md §7): separate `APNsClient`s for per-activity pushes and
 /// broadcasts, so a flood or an outage in one never delays the other. The activity lane has a client
 /// for each APNs environment, since any token registration may name either (a development build's
 /// token is sandbox even when the app is configured for production, and Apple answers BadDeviceToken

@@ -74,7 +74,7 @@ final class RecordProducer: Sendable {
         })
     }
 
-    /// `{key, token, app, status, reason, apns_timestamp, observed_at}` (DESIGN §2), strings escaped by `JSONString`.
+    /// `{key, token, app, status, reason, apns_timestamp, observed_at}` (docs/design.md §2), strings escaped by `JSONString`.
     static func feedbackValue(_ feedback: TokenFeedback) -> [UInt8] {
         var json = "{\"key\":"
         JSONString.append(feedback.key, to: &json)

@@ -6,7 +6,7 @@ import Synchronization
 /// The Kafka side of the worker: one group consumer for activity-updates and broadcast-updates,
 /// polled on a thread of its own (blocking librdkafka calls never run on Swift's cooperative pool).
 ///
-/// An executor of the engine (DESIGN.md §4 "Who decides"): it reports facts — records, assignment
+/// An executor of the engine (docs/design.md §5): it reports facts — records, assignment
 /// changes, token catch-up, commit answers — and carries out the engine's partition actions
 /// (`PartitionActions`): follow a token partition, pause or resume fetching, commit, hand a drained
 /// revoke back. It decides nothing about when a partition may send, pauses, or commits.

@@ -1,6 +1,6 @@
 import FanoutCore
 
-/// Carries out the engine's Kafka-side actions (DESIGN.md §4 "Who decides"): the intake service,
+/// Carries out the engine's Kafka-side actions (docs/design.md §5): the intake service,
 /// which owns the group consumer and the activity-tokens follower. It decides nothing: each call
 /// executes what the engine asked and reports what Kafka answered back through `WorkerCore`.
 ///

@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 
 /// Follows partition p of `activity-tokens` for every owned partition p of `activity-updates`
-/// (DESIGN.md §2): reads it from the beginning on assignment, reports when it has caught up with
+/// (docs/design.md §2, §5): reads it from the beginning on assignment, reports when it has caught up with
 /// the high watermark taken at assignment (the engine starts the partition's sends only then,
 /// for that assignment), and then applies registrations, rotations and tombstones live.
 ///

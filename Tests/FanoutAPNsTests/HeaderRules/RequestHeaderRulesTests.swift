@@ -4,7 +4,7 @@ import FanoutTestSupport
 import Testing
 @testable import FanoutAPNs
 
-/// Apple's header rules (APNS.md §1 "HPACK", §11 "Default storage"), checked on the header blocks
+/// Apple's header rules (docs/apns.md §1 "HPACK", §11 "Default storage"), checked on the header blocks
 /// Fanout's clients actually put on the wire, over both transports: `authorization` and a device
 /// push's `:path` never enter the HPACK dynamic table, and every device push carries `apns-expiration`.
 ///

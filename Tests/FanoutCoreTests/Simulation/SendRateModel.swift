@@ -1,6 +1,6 @@
 @testable import FanoutCore
 
-/// The priority-10 budget of DESIGN.md §3, written from the rule and not from the engine's bucket:
+/// The priority-10 budget of docs/design.md §3, written from the rule and not from the engine's bucket:
 /// between any priority-10 send and a later one (both counted) a target sent at most `burst` plus
 /// what `perHour` earns in the time between them. A bucket that starts full and refills continuously
 /// allows exactly the sequences that pass; integer arithmetic, so no rounding decides a verdict.
@@ -28,7 +28,7 @@ struct PriorityBudgetModel {
     }
 }
 
-/// DESIGN.md §3 rules on what one target is sent, tracked per target within one ownership epoch of its
+/// docs/design.md §3 rules on what one target is sent, tracked per target within one ownership epoch of its
 /// partition from the sends and their answers alone.
 struct TargetWatch {
     /// "At most one send per target per min_interval (default 1 s)".

@@ -1,10 +1,10 @@
 import APNsModel
 @testable import FanoutCore
 
-/// The invariants (DESIGN.md §3, §4), each judged by a model of its own in this folder (`TargetWatch`,
+/// The invariants (docs/design.md §10), each judged by a model of its own in this folder (`TargetWatch`,
 /// `PriorityBudgetModel`, `DeviceView`, the `done` and `committed` maps), never by the engine's types.
 extension Simulation {
-    /// Rules every send must satisfy (DESIGN.md §3).
+    /// Rules every send must satisfy (docs/design.md §3).
     mutating func checkSend(_ request: SendRequest) throws {
         var watch = watches[request.target] ?? TargetWatch(budget: budgetModel(for: request))
         if let problem = watch.admit(request, at: now) { throw fail("\(request.target): \(problem)") }
@@ -28,8 +28,8 @@ extension Simulation {
         if request.coveredOffsets.isEmpty { throw fail("send covering no offsets") }
     }
 
-    /// Activity targets get DESIGN.md's default (burst 4, 12 an hour); the frequent-updates profile and
-    /// broadcast channels have no numbers in DESIGN.md, so theirs come from the configuration.
+    /// Activity targets get the default of docs/design.md §3 (burst 4, 12 an hour); the frequent-updates
+    /// profile and broadcast channels have no numbers there, so theirs come from the configuration.
     func budgetModel(for request: SendRequest) -> PriorityBudgetModel {
         let settings: BudgetSettings
         switch request.lane {

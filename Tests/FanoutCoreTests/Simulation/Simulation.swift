@@ -2,7 +2,7 @@ import APNsModel
 @testable import FanoutCore
 
 /// A deterministic driver: one seeded run of the engine against a simulated Kafka, APNs and token API,
-/// in virtual time, checking DESIGN.md §3/§4 invariants as it goes and at the end.
+/// in virtual time, checking the invariants of docs/design.md §10 as it goes and at the end.
 struct Simulation {
     struct Violation: Error, CustomStringConvertible {
         var description: String

@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 extension WorkerIntegration {
-    /// Issue 11 item 2: a commit in flight never holds back delivery (DESIGN.md §4 "Who decides").
+    /// Issue 11 item 2: a commit in flight never holds back delivery (docs/design.md §4, §5).
     @Suite struct CommitStall {
         /// The group coordinator answers only after 10 s: events produced meanwhile are delivered
         /// before any of those answers comes back, and everything commits once it answers again.

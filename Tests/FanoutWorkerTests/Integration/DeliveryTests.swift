@@ -49,7 +49,7 @@ extension WorkerIntegration {
             #expect(sends.count * 4 < events.count, "sent \(sends.count) pushes for \(events.count) events")
             // Timestamps strictly increase per target.
             #expect(zip(sends, sends.dropFirst()).allSatisfy { $0.timestamp < $1.timestamp })
-            // Each carries apns-expiration, its stale date: never APNs' 30-day default storage (APNS.md §11).
+            // Each carries apns-expiration, its stale date: never APNs' 30-day default storage (docs/apns.md §11).
             #expect(sends.allSatisfy { send in send.expiration.map { $0 > Int64(send.timestamp) } == true }, "\(sends.map(\.expiration))")
             let summary = worker.summary
             #expect(summary.eventsIn == events.count)

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 extension WorkerIntegration {
-    /// DESIGN.md §6's Kafka group conventions, as the worker's own consumer carries them to librdkafka.
+    /// docs/design.md §9's Kafka group conventions, as the worker's own consumer carries them to librdkafka.
     @Suite struct GroupConventions {
         typealias Activities = WorkerIntegration.Shutdown.Activities
 

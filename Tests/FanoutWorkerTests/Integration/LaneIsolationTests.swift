@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 extension WorkerIntegration {
-    /// DESIGN.md §3: the two lanes have separate queues, connections, limits, backoff and metrics,
+    /// docs/design.md §7: the two lanes have separate queues, connections, limits, backoff and metrics,
     /// so a flood or an outage in one never delays the other. Faults are scoped to one kind of
     /// push in the simulator; delays are measured from produce time to the simulator's delivery
     /// record and bounded relative to the lane's own `min_interval`, with a generous margin (these

@@ -47,7 +47,7 @@ extension WorkerIntegration {
             await stopping.value
             let took = ContinuousClock.now - started
             print("measured: \(name).stop(timeout: \(timeout)) returned in \(seconds(since: started))")
-            // The contract (DESIGN.md §4): drain, final commit and leaving the group all within the
+            // The contract (docs/design.md §5): drain, final commit and leaving the group all within the
             // timeout; the slack is for a loaded machine's scheduling, not for any step of the stop.
             #expect(took <= timeout + .seconds(1), "\(name).stop(timeout: \(timeout)) took \(took)")
         }

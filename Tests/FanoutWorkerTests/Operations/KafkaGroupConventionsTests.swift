@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import FanoutWorker
 
-/// The Kafka group conventions of the configuration (DESIGN.md §6): `group.protocol` checked against
+/// The Kafka group conventions of the configuration (docs/design.md §9): `group.protocol` checked against
 /// the linked librdkafka.
 @Suite struct GroupProtocolConfigurationTests {
     func load(_ fixture: ConfigFixture, properties: String, librdkafka: LibrdkafkaVersion = .linked) throws -> FanoutConfiguration {

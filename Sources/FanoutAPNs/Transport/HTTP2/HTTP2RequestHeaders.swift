@@ -15,7 +15,7 @@ struct HTTP2RequestHeaders {
         block.add(":method", request.method.rawValue)
         block.add(":scheme", "https")
         block.add(":authority", endpoint.authority)
-        // Apple (APNS.md §1 "HPACK"): `:path` and `authorization` are literals without indexing. Device paths
+        // Apple (docs/apns.md §1 "HPACK"): `:path` and `authorization` are literals without indexing. Device paths
         // differ per token and message ids per request, so indexing them would only churn the table; the
         // provider token is a secret that stays out of it. (nghttp2's deflater also keeps `:path` and
         // `authorization` out on its own; RequestHeaderRulesTests checks what reaches the wire.)

@@ -2,7 +2,8 @@ import FanoutAPNs
 
 /// Every knob of `fanout run`, typed and validated. Built by `FanoutConfiguration.load(path:environment:)`.
 ///
-/// Defaults are those of DESIGN.md. Value semantics: pass it around freely; it never changes after load.
+/// Defaults are those of the README's "Configuration" table (docs/design.md says what they tune).
+/// Value semantics: pass it around freely; it never changes after load.
 public struct FanoutConfiguration: Sendable, Equatable {
     public var kafka: Kafka
     public var apps: [App]
