@@ -80,7 +80,7 @@ struct WorkerSettings: Sendable {
         e.maxTrackedTargets = c.engine.maxTrackedTargets
         // The configuration's window is per target; the engine keeps one window per partition, so
         // it never gets smaller than the engine's own default.
-        e.dedupeWindowPerPartition = max(c.engine.dedupeWindow, e.dedupeWindowPerPartition)
+        e.dedupeWindowPerPartition = c.engine.dedupeWindow
         let maxQuiet = nanoseconds(c.engine.maxQuiet)
         func profile(_ fields: [String]) -> MeaningProfile {
             MeaningProfile(progressFields: fields, minProgressDelta: c.engine.minProgressDelta, maxQuiet: maxQuiet)

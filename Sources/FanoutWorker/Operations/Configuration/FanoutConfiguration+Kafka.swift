@@ -8,7 +8,7 @@ extension FanoutConfiguration {
         "metadata.broker.list": "use kafka.bootstrap_servers",
         "group.id": "use kafka.group_id",
         "group.instance.id": "use kafka.group_instance_id (checked, and given to the group consumer only)",
-        "enable.auto.commit": "Fanout commits only after APNs acknowledged (DESIGN §4); it must stay false",
+        "enable.auto.commit": "Fanout commits only after APNs acknowledged (docs/design.md §4); it must stay false",
         "enable.auto.offset.store": "Fanout stores offsets itself after acknowledgement; it must stay false",
     ]
 

@@ -244,7 +244,7 @@ extension FanoutConfiguration {
                                     why: " (retries back off exponentially from 500ms up to this, with full jitter)")
         let recoveryRamp = r.duration("recovery_ramp", default: .seconds(10), range: .zero...(.seconds(600)),
                                       why: " (after an outage, backed-off targets retry spread over this window once APNs answers again)")
-        let dedupe = r.int("dedupe_window", default: 64, range: 1...100_000)
+        let dedupe = r.int("dedupe_window", default: 8192, range: 1...100_000)  // event ids remembered per partition
         let maxEvent = r.int("max_event_bytes", default: 65_536, range: 1024...(16 * 1024 * 1024), unit: " bytes")
         let endedRetention = r.duration("ended_retention", default: .seconds(600), range: .zero...(.seconds(24 * 3600)),
                                         why: " (an ended activity is remembered this long, so late events for it are dropped as after-end)")

@@ -174,7 +174,7 @@ public struct FanoutConfiguration: Sendable, Equatable {
         /// After an outage, targets backed off by transport failures or 5xx retry within this window of
         /// the first answer from APNs on their lane (spread uniformly), not after their own backoff.
         public var recoveryRamp: Duration
-        /// Recent event ids remembered per target to drop duplicates.
+        /// Event ids remembered per partition to drop duplicates (`FanoutEngine`: one window per partition).
         public var dedupeWindow: Int
         public var maxEventBytes: Int
         /// How long an ended activity (or channel) is remembered after its end or its last event:
