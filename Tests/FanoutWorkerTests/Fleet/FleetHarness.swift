@@ -43,7 +43,7 @@ final class FleetHarness: Sendable {
         _ = FileManager.default.createFile(atPath: pidFile, contents: nil)
         // Kills every child listed in the pid file once this test process is gone (crash, kill -9 of the runner).
         watchdog = try ChildProcess("/bin/sh", ["-c", "while kill -0 \(getpid()) 2>/dev/null; do sleep 0.5; done; "
-                                                    + "for p in $(cat '\(pidFile)'); do kill -9 $p 2>/dev/null; done"])
+                                                    + "for p in $(cat '\(pidFile)'); do kill -9 $p 2>/dev/null; done; rm -rf '\(scratch)'"])
         let topics = ["\(Self.updates):\(partitions)", "activity-tokens:\(partitions)", "broadcast-updates:2", "activity-updates-dlq:1",
                       "broadcast-updates-dlq:1", "activity-token-feedback:1"]
         broker = try FleetProcess(name: "broker", executable: Self.binary,
@@ -80,7 +80,7 @@ final class FleetHarness: Sendable {
         broker.kill()
         watchdog.signal(SIGKILL)
         _ = watchdog.waitUntilExit()
-        if ProcessInfo.processInfo.environment["FANOUT_FLEET_KEEP"] == nil {
+        if ProcessInfo.processInfo.environment["FLEET_TEST_KEEP"] == nil {
             try? FileManager.default.removeItem(atPath: scratch)
         } else {
             print("fleet files kept in \(scratch)")
@@ -179,6 +179,9 @@ final class FleetHarness: Sendable {
         let deadline = ContinuousClock.now + timeout
         while true {
             if try condition() { return }
+            if let gone = (allWorkerProcesses.map(\.process) + [broker, simulator]).first(where: \.exitedUnasked) {
+                throw FleetError("\(gone.name) exited on its own while waiting for: \(what)\n\(tails())")
+            }
             guard ContinuousClock.now < deadline else { throw FleetError("timed out after \(timeout) waiting for: \(what)\n\(tails())") }
             try await Task.sleep(for: .milliseconds(100))
         }

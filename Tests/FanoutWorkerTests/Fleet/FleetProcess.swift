@@ -14,11 +14,16 @@ final class FleetProcess: Sendable {
     private let errors = Mutex<[(time: Double, text: String)]>([])
     /// Set while the test holds the process with SIGSTOP.
     private let stopped = Atomic(false)
+    /// Set once the test sent SIGTERM or SIGKILL: an exit after that is expected.
+    private let signalledToEnd = Atomic(false)
     private let readersDone = DispatchGroup()
 
     init(name: String, executable: String, arguments: [String], scratch: String, input: ChildProcess.Stream = .null) throws {
         self.name = name
-        child = try ChildProcess(executable, arguments, input: input, output: .pipe, error: .pipe)
+        // Without the runner's FANOUT_* variables: `fanout run` reads every one as configuration (and
+        // refuses unknown keys), so a CI that exports, say, FANOUT_SIM_SEEDS must not reach the workers.
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FANOUT_") }
+        child = try ChildProcess(executable, arguments, input: input, output: .pipe, error: .pipe, environment: environment)
         Self.drain(child.standardOutput!, to: scratch + "/\(name).out", group: readersDone) { [weak self] line, _ in
             self?.output.withLock { $0.append(line) }
         }
@@ -55,6 +60,8 @@ final class FleetProcess: Sendable {
     }
 
     var pid: pid_t { child.pid }
+    /// True when it exited without the test asking it to.
+    var exitedUnasked: Bool { !signalledToEnd.load(ordering: .relaxed) && !child.isRunning }
     var isRunning: Bool { child.isRunning }
     var isStopped: Bool { stopped.load(ordering: .relaxed) }
     var outputLines: [String] { output.withLock { $0 } }
@@ -63,11 +70,13 @@ final class FleetProcess: Sendable {
     func signal(_ number: Int32) {
         if number == SIGSTOP { stopped.store(true, ordering: .relaxed) }
         if number == SIGCONT || number == SIGKILL { stopped.store(false, ordering: .relaxed) }
+        if number == SIGTERM || number == SIGKILL { signalledToEnd.store(true, ordering: .relaxed) }
         child.signal(number)
     }
 
     /// SIGKILL (and SIGCONT, in case it was stopped) unless it has exited; reaps it.
     func kill() {
+        signalledToEnd.store(true, ordering: .relaxed)
         if child.isRunning {
             child.signal(SIGKILL)
             child.signal(SIGCONT)

@@ -22,7 +22,7 @@ struct FleetTests {
         try await run.harness.eventually("w1, w2 and w3 own every partition", timeout: .seconds(90)) { run.harness.settled([1, 2, 3]) }
         print("measured: [scale 1→3] group settled with three members \(String(format: "%.2f", run.now - event)) s after the two joined")
         try await run.waitUntilEveryPartitionDelivers(after: run.now, "with three workers")
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(2))
         try await run.finish(event: event)
         #expect(try !run.deliveries(from: 2).isEmpty && !run.deliveries(from: 3).isEmpty, "the joined workers sent nothing")
     }
@@ -38,7 +38,7 @@ struct FleetTests {
         print("measured: [SIGTERM] w2 exited \(status) \(took) after SIGTERM")
         try await run.harness.eventually("w1 and w3 own every partition", timeout: .seconds(60)) { run.harness.settled([1, 3]) }
         try await run.waitUntilEveryPartitionDelivers(after: run.now, "with w1 and w3")
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(2))
         try await run.finish(event: event)
     }
 
@@ -60,7 +60,7 @@ struct FleetTests {
         try run.harness.setFaults("{}")
         try await run.harness.eventually("w1 and w3 own every partition", timeout: .seconds(60)) { run.harness.settled([1, 3]) }
         try await run.waitUntilEveryPartitionDelivers(after: run.now, "with w1 and w3")
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(2))
         try await run.finish(event: event)
     }
 
@@ -81,7 +81,7 @@ struct FleetTests {
         print("measured: [SIGSTOP] w2 held \(held.sorted()); stopped \(String(format: "%.2f", resumedAt - stoppedAt)) s until the others had them")
         try await run.harness.eventually("w1, w2 and w3 own every partition after w2 resumed", timeout: .seconds(90)) { run.harness.settled([1, 2, 3]) }
         try await run.waitUntilEveryPartitionDelivers(after: run.now, "after w2 rejoined")
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(2))
         try await run.finish(event: event)
 
         #expect(!held.isEmpty)
@@ -126,7 +126,7 @@ struct FleetTests {
         try await run.harness.eventually("w1, w2 and w3 own every partition after the broker came back", timeout: .seconds(60)) { run.harness.settled([1, 2, 3]) }
         try await run.waitUntilEveryPartitionDelivers(after: up, "after the broker came back")
         print("measured: [broker down 2 s] every partition delivering again \(String(format: "%.2f", run.now - up)) s after the broker came back")
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(2))
         try await run.finish(event: event)
     }
 
@@ -145,7 +145,7 @@ struct FleetTests {
             print("measured: [rolling restart] w\(index) exited \(status), restarted and the group settled again in \(String(format: "%.2f", run.now - step)) s")
         }
         try await run.waitUntilEveryPartitionDelivers(after: run.now, "after the rolling restart")
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(2))
         try await run.finish(event: event)
     }
 }
