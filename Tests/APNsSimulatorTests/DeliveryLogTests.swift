@@ -26,6 +26,22 @@ struct DeliveryLogTests {
         #expect((parsed["content-state"] as? [String: Any])?["n"] as? Int == 2)
     }
 
+    /// Each accepted push names the key that authorized it, so a fleet whose workers each sign with their
+    /// own key can tell from the simulator alone which worker sent what.
+    @Test func eachRecordNamesTheKeyIDThatAuthorizedIt() async throws {
+        let second = try SimulatorCredentials.generate(keyID: "KEY0000002")
+        let harness = try SimulatorHarness(configure: { $0.keys["KEY0000002"] = try? second.publicKeyPEM() })
+        #expect(second.teamID == harness.credentials.teamID)
+        let secondJWT = try second.providerToken(issuedAt: Int(Date().timeIntervalSince1970))
+        #expect(try await harness.devicePush(body: SimulatorHarness.updateBody(timestamp: 1_700_000_001)).status == 200)
+        #expect(try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(secondJWT)"]),
+                                             body: SimulatorHarness.updateBody(timestamp: 1_700_000_002)).status == 200)
+        let records = harness.simulator.deliveries()
+        #expect(records.map(\.keyID) == [harness.credentials.keyID, "KEY0000002"])
+        let line = String(decoding: try JSONEncoder().encode(records[1]), as: UTF8.self)
+        #expect(line.contains("\"key-id\":\"KEY0000002\""))
+    }
+
     /// What the phone shows: newest timestamp wins, older updates are dropped, end is final.
     @Test func deviceViewFollowsActivityKitOrdering() async throws {
         let harness = try SimulatorHarness()

@@ -30,14 +30,17 @@ public final class ChildProcess: @unchecked Sendable {
         public var description: String
     }
 
-    public init(_ executable: String, _ arguments: [String], input: Stream = .null, output: Stream = .null, error: Stream = .null) throws {
-        let (pid, ends) = try Self.spawning.withLock { _ in try Self.spawn(executable, arguments, [input, output, error]) }
+    /// - Parameter environment: the child's whole environment; nil: this process's.
+    public init(_ executable: String, _ arguments: [String], input: Stream = .null, output: Stream = .null, error: Stream = .null,
+                environment: [String: String]? = nil) throws {
+        let (pid, ends) = try Self.spawning.withLock { _ in try Self.spawn(executable, arguments, [input, output, error], environment) }
         self.pid = pid
         (standardInput, standardOutput, standardError) = (ends[0], ends[1], ends[2])
     }
 
     /// The child's pid and the parent's ends of its pipes (stdin, stdout, stderr; nil for `.null`).
-    private static func spawn(_ executable: String, _ arguments: [String], _ streams: [Stream]) throws -> (pid_t, [FileHandle?]) {
+    private static func spawn(_ executable: String, _ arguments: [String], _ streams: [Stream],
+                              _ environment: [String: String]?) throws -> (pid_t, [FileHandle?]) {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -60,8 +63,10 @@ public final class ChildProcess: @unchecked Sendable {
         }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { for pointer in envp ?? [] { free(pointer) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        let status = envp.map { posix_spawn(&pid, executable, &actions, nil, argv, $0) } ?? posix_spawn(&pid, executable, &actions, nil, argv, environ)
         for fd in childEnds { close(fd) }
         guard status == 0 else { throw SpawnError(description: "posix_spawn \(executable): \(String(cString: strerror(status)))") }
         return (pid, parentEnds)

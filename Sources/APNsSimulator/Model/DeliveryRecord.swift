@@ -24,11 +24,13 @@ public struct DeliveryRecord: Sendable, Equatable, Codable {
     public var timestamp: Double
     /// The `aps` object exactly as received (JSON text).
     public var aps: String
+    /// `kid` of the provider token that authorized the push (which sender it came from when each has its own key).
+    public var keyID: String?
 
     enum CodingKeys: String, CodingKey {
         case time, kind, token, channel, priority, topic, expiration, event, timestamp, aps
         case bundleID = "bundle-id", apnsID = "apns-id", uniqueID = "apns-unique-id"
-        case pushType = "push-type", collapseID = "collapse-id"
+        case pushType = "push-type", collapseID = "collapse-id", keyID = "key-id"
     }
 }
 

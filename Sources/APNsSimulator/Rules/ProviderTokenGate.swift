@@ -23,6 +23,8 @@ struct ProviderTokenGate {
     private var current: [UInt8] = []
     private var currentIssuedAt: Double = 0
     private var firstKeyID: String?
+    /// The `kid` of the tokens admitted on this connection (nil before the first).
+    var keyID: String? { firstKeyID }
     /// The last token that failed verification, and why (so a client looping on a bad token costs one verify).
     private var lastInvalid: [UInt8] = []
     private var lastInvalidRefusal: Refusal?

@@ -113,7 +113,7 @@ final class SimulatorEngine: Sendable {
                     plan = .refusal(refusal, idHeader: idHeader, id: responseID)
                 case .success:
                     let record = makeRecord(request, device: device, token: token, broadcast: broadcast, now: now,
-                                            id: responseID, uniqueID: uniqueID)
+                                            id: responseID, uniqueID: uniqueID, keyID: gate.keyID)
                     let payload = (device?.payload ?? broadcast?.payload)!
                     let contentState = String(decoding: request.body[payload.contentState], as: UTF8.self)
                     evicted = state.recordAccepted(record, event: payload.event, contentState: contentState)
@@ -143,7 +143,8 @@ final class SimulatorEngine: Sendable {
     }
 
     private func makeRecord(
-        _ request: RequestHead, device: DevicePush?, token: String?, broadcast: BroadcastPush?, now: Double, id: String, uniqueID: String
+        _ request: RequestHead, device: DevicePush?, token: String?, broadcast: BroadcastPush?, now: Double, id: String, uniqueID: String,
+        keyID: String?
     ) -> DeliveryRecord {
         let payload = (device?.payload ?? broadcast?.payload)!
         let appIndex = device?.appIndex ?? broadcast!.appIndex
@@ -153,6 +154,6 @@ final class SimulatorEngine: Sendable {
             apnsID: id, uniqueID: uniqueID, topic: device != nil ? catalog.apps[appIndex].topicText : nil, pushType: "liveactivity",
             expiration: device?.expiration ?? broadcast?.expiration, collapseID: request.string(.collapseID),
             event: payload.event.rawValue, timestamp: payload.timestamp,
-            aps: String(decoding: request.body[payload.aps], as: UTF8.self))
+            aps: String(decoding: request.body[payload.aps], as: UTF8.self), keyID: keyID)
     }
 }

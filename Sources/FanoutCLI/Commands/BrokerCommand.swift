@@ -23,6 +23,11 @@ struct BrokerCommand: Command {
                                          activity-updates-dlq:3, broadcast-updates-dlq:3,
                                          activity-token-feedback:3
                                        Other topics are auto-created on first use.
+      --control-stdin                  read commands from standard input, one a line, each answered on
+                                       stdout with 'ok: …' or 'error: …':
+                                         down <broker>      disconnect it and refuse connections
+                                         up <broker>        accept connections again
+                                         rtt <broker> <ms>  delay its responses (0: none)
     """
 
     static let defaultTopics: [TopicSpec] = [
@@ -70,6 +75,7 @@ struct BrokerCommand: Command {
         let brokers = try args.int("brokers") ?? 1
         guard (1...16).contains(brokers) else { throw UsageError("--brokers must be between 1 and 16, got \(brokers)") }
         let given = try args.options("topic").map(TopicSpec.init(parsing:))
+        let controlStdin = args.flag("control-stdin")
         try args.finish()
         let topics = given.isEmpty ? defaultTopics : given
         for topic in topics where topic.replicationFactor > brokers {
@@ -85,6 +91,7 @@ struct BrokerCommand: Command {
             Output.err("topic \(topic.name): \(topic.partitions) partition(s), replication \(topic.replicationFactor)")
         }
         Output.out("bootstrap: \(cluster.bootstrapServers)")
+        if controlStdin { BrokerControl.serveStandardInput(cluster) }
         let signal = await signals.next()
         Output.err("received signal \(signal), stopping the mock cluster")
         withExtendedLifetime(cluster) {}

@@ -1,0 +1,225 @@
+import APNsSimulator
+import Foundation
+import Synchronization
+import Testing
+
+/// One scenario's run of a fleet: the harness, the generated workload streaming into it, commit
+/// checks sampled every second while it runs, and at the end the checks and figures every scenario
+/// reports.
+final class FleetRun: Sendable {
+    let name: String
+    let harness: FleetHarness
+    let workload: FleetWorkload
+    let producer: FleetProducer
+    /// Commit snapshots taken and the violations they found ("no committed offset past an undelivered event").
+    /// A snapshot that could not be taken (the broker down, its answer late) proves nothing either way: counted, not failed.
+    private let commitChecks = Mutex<(snapshots: Int, violations: [String], unavailable: [String])>((0, [], []))
+    private let sampling = Atomic(true)
+    private let sampler = Mutex<Task<Void, Never>?>(nil)
+    private let tokenIndex: [String: Int]
+
+    static let activities = 2000
+    static let roundInterval = Duration.milliseconds(500)
+    /// A partition that goes this long without a delivery is not at full throughput.
+    static let stallThreshold = 1.5
+
+    /// Starts the fleet with `workers`, registers every activity's token, starts the stream and waits
+    /// until the workers own every partition and every partition delivers.
+    init(_ name: String, workers: [Int], seed: UInt64) async throws {
+        self.name = name
+        harness = try await FleetHarness()
+        let workload = FleetWorkload(activities: Self.activities, share: 0.25, seed: seed, base: Int64(Date().timeIntervalSince1970) - 5)
+        self.workload = workload
+        tokenIndex = Dictionary(uniqueKeysWithValues: (0..<workload.activities).map { (workload.token($0), $0) })
+        producer = try FleetProducer(workload: workload, bootstrap: harness.bootstrap)
+        try await producer.registerTokens()
+        let started = ContinuousClock.now
+        for index in workers { try harness.startWorker(index) }
+        producer.start(interval: Self.roundInterval)
+        startSampling()
+        try await harness.eventually("workers \(workers) own every partition", timeout: .seconds(90)) { harness.settled(Set(workers)) }
+        try await waitUntilEveryPartitionDelivers(after: now, "after the first assignment")
+        print("measured: [\(name)] \(workers.count) worker(s) started, every partition delivering after \(seconds(since: started))")
+    }
+
+    var now: Double { Date().timeIntervalSince1970 }
+
+    private func startSampling() {
+        let task = Task { [self] in
+            while sampling.load(ordering: .relaxed) {
+                do {
+                    let found = try await blocking { [self] in try commitViolations() }
+                    commitChecks.withLock {
+                        $0.snapshots += 1
+                        $0.violations += found
+                    }
+                } catch {
+                    commitChecks.withLock { $0.unavailable.append("\(error)") }
+                }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+        sampler.withLock { $0 = task }
+    }
+
+    /// Committed offsets first, then the deliveries: a push accepted in between can only hide a
+    /// violation, never make one up.
+    func commitViolations() throws -> [String] {
+        let committed = try harness.committed()
+        let records = try harness.deliveries.refresh()
+        let delivered = newestStep(records)
+        var firstUndelivered: [Int32: (offset: Int64, event: ProducedEvent)] = [:]
+        for event in producer.events where (delivered[event.activity] ?? -1) < event.step {
+            if event.offset < firstUndelivered[event.partition]?.offset ?? .max { firstUndelivered[event.partition] = (event.offset, event) }
+        }
+        return firstUndelivered.compactMap { partition, first in
+            guard let done = committed[partition] ?? nil, done > first.offset else { return nil }
+            return "partition \(partition) committed at \(done), past offset \(first.offset) (\(workload.key(first.event.activity)) step \(first.event.step)) "
+                + "whose state or a newer one the simulator never accepted"
+        }
+    }
+
+    /// Activity index → the newest step the simulator accepted for it.
+    func newestStep(_ records: [DeliveryRecord]) -> [Int: Int] {
+        var result: [Int: Int] = [:]
+        for record in records where record.kind == .device {
+            guard let token = record.token, let activity = tokenIndex[token] else { continue }
+            result[activity] = max(result[activity] ?? -1, Int(Int64(record.timestamp) - workload.base))
+        }
+        return result
+    }
+
+    func activity(of record: DeliveryRecord) -> Int? { record.token.flatMap { tokenIndex[$0] } }
+
+    /// Waits until every partition has a delivery accepted after `time`.
+    func waitUntilEveryPartitionDelivers(after time: Double, _ what: String, timeout: Duration = .seconds(60)) async throws {
+        let partitionOf = producer.partitions
+        try await harness.eventually("every partition delivering \(what)", timeout: timeout) {
+            let records = try harness.deliveries.refresh()
+            var seen: Set<Int32> = []
+            for record in records.reversed() {
+                guard record.time > time else { break }
+                if let activity = activity(of: record), let partition = partitionOf[activity] { seen.insert(partition) }
+            }
+            return seen.count == harness.partitions
+        }
+    }
+
+    /// Ends the stream (every activity's end, its final state), waits until every device shows it and
+    /// every partition is committed to its end, checks what every scenario checks, stops the workers
+    /// with SIGTERM (each must exit 0) and prints the figures. `event`: when the scenario's event began.
+    @discardableResult
+    func finish(event: Double) async throws -> FleetFigures {
+        let streamEnded = now
+        let final = try await producer.finish()
+        let ends = producer.events.reduce(into: [Int32: Int64]()) { $0[$1.partition] = max($0[$1.partition] ?? 0, $1.offset + 1) }
+        try await harness.eventually("every activity's end delivered and every partition committed to its end", timeout: .seconds(90)) {
+            let records = try harness.deliveries.refresh()
+            let newest = newestStep(records)
+            guard newest.count == workload.activities, newest.values.allSatisfy({ $0 >= final }) else { return false }
+            let committed = try harness.committed()
+            return ends.allSatisfy { committed[$0.key] == .some($0.value) }
+        }
+        sampling.store(false, ordering: .relaxed)
+        await sampler.withLock { $0 }?.value
+        let lastCheck = try commitViolations()
+        let checks = commitChecks.withLock { $0 }
+        #expect(checks.violations.isEmpty && lastCheck.isEmpty,
+                "[\(name)] committed past undelivered events: \((checks.violations + lastCheck).prefix(10).joined(separator: "\n"))")
+        #expect(checks.snapshots >= 5, "[\(name)] only \(checks.snapshots) commit snapshots were taken")
+
+        // Every activity's final state, as generated, on the device view.
+        var wrong: [String] = []
+        for index in 0..<workload.activities {
+            let expected = workload.state(index, step: final, final: true) as NSDictionary
+            guard let view = try harness.deviceView(token: workload.token(index)) else {
+                wrong.append("\(workload.key(index)): no device view")
+                continue
+            }
+            let shown = (try? JSONSerialization.jsonObject(with: Data(view.contentState.utf8))) as? NSDictionary
+            if !view.ended || view.event != "end" || shown != expected || Int64(view.timestamp) != workload.base + Int64(final) {
+                wrong.append("\(workload.key(index)): shows \(view.event) \(view.contentState) at \(view.timestamp), expected end \(expected)")
+            }
+        }
+        #expect(wrong.isEmpty, "[\(name)] \(wrong.count) device(s) do not show their final state: \(wrong.prefix(5).joined(separator: "\n"))")
+
+        let figures = figures(event: event, streamEnded: streamEnded, records: try harness.deliveries.refresh())
+        print("measured: [\(name)] \(producer.events.count) events for \(workload.activities) activities, "
+              + "\(figures.deliveries) pushes accepted; \(checks.snapshots) commit snapshots, none past an undelivered event: \(checks.violations.isEmpty && lastCheck.isEmpty)")
+        if !checks.unavailable.isEmpty {
+            print("measured: [\(name)] \(checks.unavailable.count) commit snapshot(s) could not be taken, first: \(checks.unavailable[0])")
+        }
+        print("measured: [\(name)] duplicate sends (same token and timestamp): \(figures.duplicates)")
+        let kept = figures.keptGapPartition.map { "largest delivery gap of the \(harness.partitions - figures.moved.count) that did not: "
+            + String(format: "%.2f s (partition %d)", figures.largestKeptGap, $0) } ?? "every partition moved"
+        print("measured: [\(name)] partitions moved: \(figures.moved.sorted()); \(kept); largest gap of the moved: "
+              + String(format: "%.2f s", figures.largestMovedGap))
+        print("measured: [\(name)] time to full throughput after the event (until no partition goes \(Self.stallThreshold) s without a delivery): "
+              + String(format: "%.2f s", figures.timeToFullThroughput))
+
+        // Every worker still running stops cleanly.
+        for (index, process) in harness.allWorkerProcesses where process.isRunning {
+            process.signal(SIGTERM)
+            guard let status = try await process.waitForExit(timeout: .seconds(20)) else {
+                Issue.record("[\(name)] \(process.name) did not exit within 20 s of SIGTERM\n\(process.tail())")
+                continue
+            }
+            #expect(status == 0, "[\(name)] w\(index) exit status \(status) on SIGTERM\n\(process.tail())")
+        }
+        return figures
+    }
+
+    /// The figures of a run from the simulator's delivery log and the workers' logs.
+    func figures(event: Double, streamEnded: Double, records: [DeliveryRecord]) -> FleetFigures {
+        let partitionOf = producer.partitions
+        var duplicates = 0
+        var seen: Set<String> = []
+        for record in records where record.kind == .device {
+            if !seen.insert("\(record.token ?? "")@\(record.timestamp)").inserted { duplicates += 1 }
+        }
+        var moved: Set<Int32> = []
+        for (_, process) in harness.allWorkerProcesses {
+            for line in process.logEvents() where line.time >= event
+                && (line.message == "partitions assigned" || line.message == "partitions revoked" || line.message.hasPrefix("partitions lost")) {
+                moved.formUnion(line.partitions(of: FleetHarness.updates))
+            }
+        }
+        var times: [Int32: [Double]] = [:]
+        for record in records where record.time >= event - 2 && record.time <= streamEnded {
+            if let activity = activity(of: record), let partition = partitionOf[activity] { times[partition, default: []].append(record.time) }
+        }
+        var figures = FleetFigures(deliveries: records.count, duplicates: duplicates, moved: moved)
+        var recovered = event
+        for partition in 0..<Int32(harness.partitions) {
+            let points = [event - 2] + (times[partition] ?? []).sorted() + [streamEnded]
+            var largest = 0.0
+            for (a, b) in zip(points, points.dropFirst()) {
+                largest = max(largest, b - a)
+                if b - a > Self.stallThreshold && b > event { recovered = max(recovered, b) }
+            }
+            if moved.contains(partition) {
+                figures.largestMovedGap = max(figures.largestMovedGap, largest)
+            } else if largest > figures.largestKeptGap {
+                figures.largestKeptGap = largest
+                figures.keptGapPartition = partition
+            }
+        }
+        figures.timeToFullThroughput = recovered - event
+        return figures
+    }
+
+    /// Pushes the simulator accepted from worker `index` (by its key id).
+    func deliveries(from index: Int) throws -> [DeliveryRecord] {
+        try harness.deliveries.refresh().filter { $0.keyID == FleetHarness.keyID(index) }
+    }
+}
+
+struct FleetFigures {
+    var deliveries: Int
+    var duplicates: Int
+    var moved: Set<Int32>
+    var largestKeptGap = 0.0
+    var keptGapPartition: Int32?
+    var largestMovedGap = 0.0
+    var timeToFullThroughput = 0.0
+}
