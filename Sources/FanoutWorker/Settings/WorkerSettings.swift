@@ -40,7 +40,7 @@ struct WorkerSettings: Sendable {
         properties["bootstrap.servers"] = configuration.kafka.bootstrapServers
         for (name, value) in options.extraKafkaProperties { properties[name] = value }
         kafka = KafkaConfiguration(properties)
-        producerKafka = KafkaConfiguration(properties.filter { FanoutConfiguration.defaultKafkaProperties[$0.key] == nil })
+        producerKafka = KafkaConfiguration(properties.filter { !FanoutConfiguration.consumerOnlyKafkaProperties.contains($0.key) })
     }
 
     /// Applies a per-app, per-attributes-type `stale_after` to an event that has no stale date of its

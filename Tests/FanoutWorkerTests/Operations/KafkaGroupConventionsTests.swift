@@ -98,6 +98,8 @@ import Testing
         // Consumer properties on a producer only draw librdkafka warnings ("is a consumer property and will be ignored").
         #expect(settings.producerKafka["isolation.level"] == nil && settings.producerKafka["fetch.wait.max.ms"] == nil)
         #expect(settings.producerKafka["bootstrap.servers"] == settings.kafka["bootstrap.servers"])
+        // A default for every librdkafka client reaches the producer too: dead letters reconnect as fast.
+        #expect(settings.kafka["reconnect.backoff.max.ms"] == "1000" && settings.producerKafka["reconnect.backoff.max.ms"] == "1000")
     }
 }
 

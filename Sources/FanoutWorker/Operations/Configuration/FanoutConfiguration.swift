@@ -34,14 +34,20 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var properties: [String: String]
     }
 
-    /// librdkafka properties Fanout sets unless the configuration does; all of them consumer properties,
-    /// so the producer is not given them (librdkafka would warn that it ignores each).
+    /// librdkafka properties Fanout sets unless the configuration does. The consumer-only ones
+    /// (`consumerOnlyKafkaProperties`) are not given to the producer (librdkafka would warn that it ignores each).
     /// `fetch.wait.max.ms`: librdkafka's 500 ms is paid whenever a partition is newly fetched or
     /// resumed with nothing buffered (a token partition read on assignment, a partition resumed after
     /// backpressure); 10 ms costs an idle worker about 100 small fetch requests a second per broker.
     /// `isolation.level`: librdkafka's default too, written out because Fanout rests on it — records of
     /// aborted transactions are never read; another value is refused (`requiredKafkaProperties`).
-    public static let defaultKafkaProperties = ["fetch.wait.max.ms": "10", "isolation.level": "read_committed"]
+    /// `reconnect.backoff.max.ms`: librdkafka backs off up to 10 s between attempts to reach a broker
+    /// that dropped its connections, so partitions stayed without delivery up to ≈9 s after a 2 s broker
+    /// outage (README "FleetTests"); 1 s is the Java client's default.
+    public static let defaultKafkaProperties = ["fetch.wait.max.ms": "10", "isolation.level": "read_committed",
+                                                "reconnect.backoff.max.ms": "1000"]
+    /// The defaults only a consumer understands.
+    public static let consumerOnlyKafkaProperties: Set<String> = ["fetch.wait.max.ms", "isolation.level"]
 
     public struct Topics: Sendable, Equatable {
         public var activityUpdates: String
