@@ -85,7 +85,10 @@ final class FleetProducer: Sendable {
         self.workload = workload
         // Transient client errors (the broker going away at the end of a test, or on purpose) are retried by librdkafka; a record that
         // fails for good is reported by `settle()`.
-        producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap, ["linger.ms": "5"]), onError: { _ in })
+        // Back within 1 s of a broker outage, as the workers are (their default): a gap after the outage
+        // is then the workers', not this producer's waiting out librdkafka's 10 s reconnect backoff.
+        producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap, ["linger.ms": "5", "reconnect.backoff.max.ms": "1000"]),
+                                     onError: { _ in })
     }
 
     var events: [ProducedEvent] { produced.withLock { $0 } }
