@@ -32,8 +32,15 @@ import FanoutCrypto
 
     @Test(arguments: transports) func currentProviderTokenRejectedAsExpiredNamesTheClock(transport: APNsClientConfiguration.Transport) async throws {
         let harness = try SimulatorHarness()
-        // This machine's clock runs 70 minutes behind the simulator's: every token it mints is over an hour old there.
-        let behind = ProviderTokenCache(refreshInterval: .seconds(3600), now: { harness.clock.now - 70 * 60 })
+        // This machine's clock runs 40–100 minutes behind the simulator's, so every token it mints is over an hour
+        // old there, and stands in the middle of its 60-minute window: in the window's last minute an expired
+        // current token means "wait for the next one" instead (`RejectedProviderToken`), so a clock merely 70
+        // minutes behind failed this test whenever the wall clock was in that minute of its hour.
+        let window: Int64 = 3600
+        let seventyBehind = harness.clock.now - 70 * 60
+        let midWindow = seventyBehind - ((seventyBehind % window) + window) % window + window / 2
+        let lag = harness.clock.now - midWindow
+        let behind = ProviderTokenCache(refreshInterval: .seconds(3600), now: { harness.clock.now - lag })
         let client = try APNsClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: harness.simulator.deviceURL, caFile: harness.simulator.caCertificatePath),
             credentials: TestApps.credentials(key: harness.key), tokenCache: behind, transport: transport))
