@@ -19,6 +19,11 @@ final class AnswerQueue: Sendable {
         let result: APNsResult?
         /// From the send's start to its answer, measured when APNs answered (nil: it never left).
         let latency: Duration?
+
+        /// A send that failed before it reached APNs: no HTTP result, no latency.
+        static func unsent(_ send: SendRequest, _ outcome: SendOutcome) -> Answer {
+            Answer(send: send, outcome: outcome, result: nil, latency: nil)
+        }
     }
 
     private struct State {

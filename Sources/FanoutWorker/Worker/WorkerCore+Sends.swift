@@ -34,10 +34,10 @@ extension WorkerCore {
         do {
             request = try APNsLanes.request(for: send)
         } catch {
-            return complete(CollectionOfOne(AnswerQueue.Answer(send: send, outcome: .badPayload(reason: error.description, status: 0), result: nil, latency: nil)))
+            return complete(CollectionOfOne(.unsent(send, .badPayload(reason: error.description, status: 0))))
         }
         guard let client = lanes.client(lane: send.lane, app: send.app, environment: send.environment) else {
-            return complete(CollectionOfOne(AnswerQueue.Answer(send: send, outcome: .configError(reason: "no APNs client for app \(send.app)", status: 0), result: nil, latency: nil)))
+            return complete(CollectionOfOne(.unsent(send, .configError(reason: "no APNs client for app \(send.app)", status: 0))))
         }
         let started = ContinuousClock.now
         do throws(APNsClientError) {
@@ -46,7 +46,7 @@ extension WorkerCore {
             }
             return []
         } catch {
-            return complete(CollectionOfOne(AnswerQueue.Answer(send: send, outcome: error.outcome, result: nil, latency: nil)))
+            return complete(CollectionOfOne(.unsent(send, error.outcome)))
         }
     }
 
