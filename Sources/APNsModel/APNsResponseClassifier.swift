@@ -37,12 +37,9 @@ public enum APNsResponseClassifier {
                                 retryAfter: Duration? = nil, rejectedProviderToken: RejectedProviderToken? = nil) -> SendOutcome? {
         let text = reason.rawValue
         switch reason {
-        case .unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic, .channelNotRegistered:
-            return .tokenGone(reason: text, status: status, apnsTimestampMillis: timestampMillis)
-        case .badChannelId:
-            // Live APNs answers a broadcast to a well-formed id that was never created with BadChannelId
-            // (a deleted one: ChannelNotRegistered), and Fanout sends only ids its decoder checked as
-            // base64: the channel is not there.
+        // BadChannelId: live APNs answers a broadcast to a well-formed id that was never created so (a
+        // deleted one: ChannelNotRegistered), and Fanout sends only ids its decoder checked as base64.
+        case .unregistered, .expiredToken, .badDeviceToken, .deviceTokenNotForTopic, .channelNotRegistered, .badChannelId:
             return .tokenGone(reason: text, status: status, apnsTimestampMillis: timestampMillis)
         case .tooManyRequests, .tooManyProviderTokenUpdates, .internalServerError, .serviceUnavailable,
              .shutdown, .idleTimeout:

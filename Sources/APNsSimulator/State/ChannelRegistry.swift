@@ -43,12 +43,12 @@ struct ChannelRegistry {
     }
 
     func read(bundleID: String, id: String) -> Result<Channel, Refusal> {
-        guard let channel = channels[id], channel.bundleID == bundleID else { return .failure(Self.noSuchChannel(bundleID: bundleID, id: id)) }
+        guard let channel = channel(id, of: bundleID) else { return .failure(Self.noSuchChannel(bundleID: bundleID, id: id)) }
         return .success(channel)
     }
 
     mutating func delete(bundleID: String, id: String) -> Refusal? {
-        guard let channel = channels[id], channel.bundleID == bundleID else { return Self.noSuchChannel(bundleID: bundleID, id: id) }
+        guard channel(id, of: bundleID) != nil else { return Self.noSuchChannel(bundleID: bundleID, id: id) }
         channels[id] = nil
         deleted.insert(id)
         idsByApp[bundleID]?.removeAll { $0 == id }
@@ -56,6 +56,12 @@ struct ChannelRegistry {
     }
 
     func list(bundleID: String) -> [String] { idsByApp[bundleID] ?? [] }
+
+    /// The channel `id` when it exists for this app (another app's is not there for it).
+    private func channel(_ id: String, of bundleID: String) -> Channel? {
+        guard let channel = channels[id], channel.bundleID == bundleID else { return nil }
+        return channel
+    }
 
     /// A read or delete of a channel this app does not have. Apple's error table has no entry for it;
     /// live APNs answers a DELETE of an unknown or already deleted channel with 404 BadPath, and the
@@ -67,7 +73,7 @@ struct ChannelRegistry {
     /// Broadcast admission: the channel exists for this app, and a No-Storage channel (policy 0)
     /// accepts only `apns-expiration: 0`.
     func admit(bundleID: String, id: String, expiration: Int64) -> Refusal? {
-        guard let channel = channels[id], channel.bundleID == bundleID else {
+        guard let channel = channel(id, of: bundleID) else {
             return deleted.contains(id)
                 ? Refusal(.channelNotRegistered, "channel \(id) was deleted")
                 : Refusal(.badChannelId, "no channel \(id) was ever created for \(bundleID)")
