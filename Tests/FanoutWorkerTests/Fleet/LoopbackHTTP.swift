@@ -13,20 +13,14 @@ enum LoopbackHTTP {
     }
 
     static func request(port: Int, _ method: String, _ path: String, body: Data = Data()) throws -> Response {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw FleetError("socket: \(String(cString: strerror(errno)))") }
+        // The connect is the admin tests' (`connectedSocket`); the exchange throws on every failure.
+        guard let fd = connectedSocket(port: port) else {
+            throw FleetError("connect 127.0.0.1:\(port): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw FleetError("connect 127.0.0.1:\(port): \(String(cString: strerror(errno)))") }
         var message = Data("\(method) \(path) HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-length: \(body.count)\r\n\r\n".utf8)
         message.append(body)
         try message.withUnsafeBytes { raw in
