@@ -37,15 +37,17 @@ import Testing
                 printed.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
             }
         }
-        func waitFor(_ text: String) async throws -> String {
-            let deadline = ContinuousClock.now + .seconds(20)
+        // Bounded waits for what the process prints. The first line waits for the mock cluster to start
+        // and create its topics, which took over 20 s once while the rest of the suite loaded both cores.
+        func waitFor(_ text: String, timeout: Duration = .seconds(30)) async throws -> String {
+            let deadline = ContinuousClock.now + timeout
             while ContinuousClock.now < deadline {
                 if let line = printed.withLock({ $0 }).split(separator: "\n").first(where: { $0.hasPrefix(text) }) { return String(line) }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            throw BrokerControlError("no line starting '\(text)' within 20 s; printed: \(printed.withLock { $0 })")
+            throw BrokerControlError("no line starting '\(text)' within \(timeout); printed: \(printed.withLock { $0 })")
         }
-        let bootstrap = String(try await waitFor("bootstrap: ").dropFirst("bootstrap: ".count))
+        let bootstrap = String(try await waitFor("bootstrap: ", timeout: .seconds(90)).dropFirst("bootstrap: ".count))
         func partitionCount() throws -> Int? {
             let reader = try KafkaPartitionReader(configuration: KafkaConfiguration(bootstrapServers: bootstrap, [:]))
             defer { reader.close() }
