@@ -251,7 +251,7 @@ class Stack:
         self.dir = os.path.join(bench.dir, name)
         os.makedirs(self.dir, exist_ok=True)
         procs, fanout = bench.procs, bench.fanout
-        topics = [f"activity-updates:{partitions}", f"activity-tokens:{partitions}"] + SIDE_TOPICS
+        topics = [f"activity-updates:{partitions}", f"activity-tokens:{partitions}", f"fanout-state:{partitions}"] + SIDE_TOPICS
         broker_args = [fanout, "broker"] + [arg for topic in topics for arg in ("--topic", topic)]
         self.broker_log = os.path.join(self.dir, "broker.log")
         self.broker = procs.start("fanout broker", broker_args, self.broker_log)

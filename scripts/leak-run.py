@@ -31,7 +31,7 @@ from bench import CouldNotRun, KafkaOffsets, Processes, http_get, memory_kib, wa
 APP = "com.example.leakrun"
 TEAM, KID = "TEAM000001", "KEY0000001"  # what `fanout apns-sim --generate-test-key` issues
 PARTITIONS = 4
-TOPICS = [f"activity-updates:{PARTITIONS}", f"activity-tokens:{PARTITIONS}", "broadcast-updates:2",
+TOPICS = [f"activity-updates:{PARTITIONS}", f"activity-tokens:{PARTITIONS}", f"fanout-state:{PARTITIONS}", "broadcast-updates:2",
           "activity-updates-dlq:1", "broadcast-updates-dlq:1", "activity-token-feedback:1"]
 ACTIVITIES, CHANNELS, LIFECYCLE_KEYS = 2_000, 4, 200
 # RSS at the end of the load may exceed RSS at the end of the warm-up by this much, no more.

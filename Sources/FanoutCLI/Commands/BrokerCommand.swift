@@ -37,6 +37,7 @@ struct BrokerCommand: Command {
         TopicSpec(name: "activity-updates-dlq", partitions: 3),
         TopicSpec(name: "broadcast-updates-dlq", partitions: 3),
         TopicSpec(name: "activity-token-feedback", partitions: 3),
+        TopicSpec(name: "fanout-state", partitions: 12),
     ]
 
     struct TopicSpec: Equatable {

@@ -75,7 +75,7 @@ final class EmbeddedPipeline: Sendable {
             (topics.activityUpdates, layout.activityPartitions), (topics.activityTokens, layout.activityPartitions),
             (topics.broadcastUpdates, layout.broadcastPartitions),
             (topics.deadLetterTopic(for: topics.activityUpdates), 1), (topics.deadLetterTopic(for: topics.broadcastUpdates), 1),
-            (topics.activityTokenFeedback, 1),
+            (topics.activityTokenFeedback, 1), (topics.state, layout.activityPartitions),
         ]
         for (name, count) in partitions { try cluster.createTopic(name, partitions: count) }
         outcomePartitions = [PartitionID(topic: topics.deadLetterTopic(for: topics.activityUpdates), partition: 0),

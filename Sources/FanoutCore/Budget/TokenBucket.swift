@@ -10,6 +10,12 @@ public struct TokenBucket: Sendable, Hashable {
         refilledAt = now
     }
 
+    /// A bucket as it was saved (`TargetHandoff`): `credits` at `refilledAt`.
+    init(credits: Double, refilledAt: Nanoseconds) {
+        self.credits = credits
+        self.refilledAt = refilledAt
+    }
+
     /// Credits available at `now` (without taking any).
     public func available(at now: Nanoseconds, settings: BudgetSettings) -> Double {
         guard now > refilledAt else { return credits }

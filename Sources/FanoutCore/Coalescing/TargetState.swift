@@ -77,6 +77,8 @@ struct TargetState: Sendable {
     var retentionScheduled = false
     /// Listed in its lane's `laneWaiting` queue (ready to send while the lane was full).
     var waitingForLane = false
+    /// Has a record in the state changelog (saved or restored): forgetting it deletes the record.
+    var inChangelog = false
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
     var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0

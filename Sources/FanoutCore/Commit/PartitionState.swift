@@ -1,14 +1,15 @@
 /// Where an assigned partition is in its life with this worker (docs/design.md §5):
 ///
 /// ```
-/// assigned ─► readingTokens ─(tokens caught up, same assignment)─► live ─(revoke)─► closing ─► drained
+/// assigned ─► readingTokens ─(tokens and state caught up, same assignment)─► live ─(revoke)─► closing ─► drained
 ///     └──────────(broadcast lane: no tokens to read)──────────────►┘      (lost: dropped at once, nothing committed)
 /// ```
 ///
 /// Events are received and coalesced in every phase but `closing`; sends start only while `live`.
 public enum PartitionPhase: String, Sendable, Hashable {
-    /// An activity partition whose activity-tokens partition is being read from the beginning:
-    /// without those registrations an update would wait for a token it already has.
+    /// An activity partition whose activity-tokens partition is being read from the beginning (and,
+    /// with a state changelog, its `fanout-state` partition): without those registrations an update
+    /// would wait for a token it already has, and without that state a handoff would reset budgets.
     case readingTokens = "reading-tokens"
     case live
     /// Revoked: no new send starts; the revoke is drained when its sends in flight are answered
@@ -51,6 +52,11 @@ struct PartitionState: Sendable {
     var assignedAt: Nanoseconds = .min
     /// While `closing`: when the revoke is drained even with sends still in flight.
     var drainBy: Nanoseconds = .max
+    /// While `readingTokens`: whether activity-tokens was read to its high watermark, and whether the
+    /// handed-over state was restored (`FanoutEngine.stateRestored`; true when there is none to read).
+    /// The partition goes live once both are.
+    var tokensRead = false
+    var stateRestored = true
     /// Targets with work that wait for the partition to go live: (slot, incarnation).
     var held: [(slot: Int32, incarnation: UInt32)] = []
     /// Targets that held a minor update back for max_quiet (a pause relieves them): (slot, incarnation).

@@ -108,7 +108,8 @@ public enum EngineAction: Sendable, Hashable {
     /// Read partition `partition` of activity-tokens from the beginning and apply it live; report
     /// `tokensCaughtUp(partition:assignment:now:into:)` once the high watermark seen at this request is reached.
     case followTokens(partition: Int32, assignment: AssignmentID)
-    /// Stop reading that activity-tokens partition (its activity partition was revoked or lost).
+    /// Stop reading that activity-tokens partition (its activity partition was revoked or lost), and
+    /// its state changelog partition if that is still being read (`.restoreState`).
     case unfollowTokens(partition: Int32)
     /// Stop fetching these partitions (backpressure). A pause that failed is reported with `fetchControlFailed`.
     case pauseFetching([PartitionID])
@@ -118,6 +119,17 @@ public enum EngineAction: Sendable, Hashable {
     case commit([CommitPoint])
     /// A revoked partition is drained and forgotten: commit `commit` (when given) before giving it up.
     case revokeDrained(PartitionID, commit: CommitPoint?)
+    /// With `handoffState`: read partition `partition` of the state changelog from the beginning up to
+    /// the high watermark seen at this request, then report what it holds with
+    /// `stateRestored(partition:assignment:records:now:into:)` (sends wait for it).
+    case restoreState(partition: Int32, assignment: AssignmentID)
+    /// Produce `handoff` to the state changelog (key `handoff.key`, partition `partition.partition`),
+    /// then call `resolve(resolution)`: the delivered send's offsets complete only once the next owner
+    /// can read what it did.
+    case saveState(TargetHandoff, partition: PartitionID, resolution: ResolutionID)
+    /// The target is forgotten (ended and retained long enough, or idle): produce a tombstone for `key`
+    /// to partition `partition` of the state changelog, so compaction drops its record. Nothing waits for it.
+    case forgetState(key: String, partition: Int32)
     /// Look up the broadcast channel's message-storage policy, then report `channelPolicyKnown`. The
     /// channel's next send waits for the answer (its `apns-expiration` depends on it).
     case lookUpChannelPolicy(app: String, channel: String)

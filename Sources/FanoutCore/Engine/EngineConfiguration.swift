@@ -88,6 +88,12 @@ public struct EngineConfiguration: Sendable {
     /// Seed of the jitter generator (the worker passes something random; simulations a fixed seed).
     public var randomSeed: UInt64 = 0x5eed
 
+    /// Hand per-target state over between owners through a compacted changelog (docs/design.md §11):
+    /// every delivered activity send is saved (`.saveState`) before the offsets it covers complete, an
+    /// assigned activity partition restores its state (`.restoreState`) before it sends, and a
+    /// forgotten target's record is deleted (`.forgetState`).
+    public var handoffState = false
+
     public init() {}
 
     func budget(lane: Lane, app: String) -> BudgetSettings {

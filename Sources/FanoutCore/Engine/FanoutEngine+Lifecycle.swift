@@ -16,16 +16,33 @@ extension FanoutEngine {
         if lane == .activity {
             partitions[slot]!.phase = .readingTokens
             actions.append(.followTokens(partition: partition.partition, assignment: partitions[slot]!.assignment))
+            if configuration.handoffState {
+                partitions[slot]!.stateRestored = false
+                actions.append(.restoreState(partition: partition.partition, assignment: partitions[slot]!.assignment))
+            }
         }
     }
 
     /// The activity-tokens partition `partition` was read up to its high watermark for `assignment`:
-    /// that assignment's activity partition goes live and its held targets are decided. A report of
-    /// an earlier assignment (the partition was revoked and assigned again since) changes nothing.
+    /// that assignment's activity partition goes live (once its state is restored too, with
+    /// `handoffState`) and its held targets are decided. A report of an earlier assignment (the
+    /// partition was revoked and assigned again since) changes nothing.
     public mutating func tokensCaughtUp(partition: Int32, assignment: AssignmentID, now: Nanoseconds, into actions: inout [EngineAction]) {
-        guard let index = partitions.firstIndex(where: {
+        guard let index = catchingUpSlot(partition: partition, assignment: assignment) else { return }
+        partitions[index]!.tokensRead = true
+        goLiveIfCaughtUp(index, now: now, into: &actions)
+    }
+
+    /// The slot of activity partition `partition` while it is still reading its tokens or state for `assignment`.
+    func catchingUpSlot(partition: Int32, assignment: AssignmentID) -> Int? {
+        partitions.firstIndex(where: {
             $0?.lane == .activity && $0?.id.partition == partition && $0?.assignment == assignment && $0?.phase == .readingTokens
-        }) else { return }
+        })
+    }
+
+    /// The partition has read its tokens and restored its handed-over state: it goes live.
+    mutating func goLiveIfCaughtUp(_ index: Int, now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard partitions[index]!.tokensRead && partitions[index]!.stateRestored else { return }
         partitions[index]!.phase = .live
         let held = partitions[index]!.held
         partitions[index]!.held = []

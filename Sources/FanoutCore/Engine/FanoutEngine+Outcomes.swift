@@ -25,7 +25,6 @@ extension FanoutEngine {
 
         switch outcome {
         case .delivered:
-            for offset in send.update.offsets { completeOffset(offset, partitionSlot: send.partitionSlot) }
             targets[index].deliveries &+= 1
             targets[index].lastSentTimestamp = event.timestamp
             targets[index].lastSentSummary = send.update.summary
@@ -33,6 +32,11 @@ extension FanoutEngine {
             targets[index].attempts = 0
             if event.kind == .end { targets[index].ended = true }
             if event.kind == .start { targets[index].tokenNotBefore = event.timestamp }
+            if configuration.handoffState && targets[index].lane == .activity {
+                saveHandoff(index, offsets: send.update.offsets, partitionSlot: send.partitionSlot, into: &actions)
+            } else {
+                for offset in send.update.offsets { completeOffset(offset, partitionSlot: send.partitionSlot) }
+            }
             configurationWorks(appIndex, send: sendID, now: now, into: &actions)
 
         case let .tokenGone(reason, status, apnsTimestampMillis):

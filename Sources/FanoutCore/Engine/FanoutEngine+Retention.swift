@@ -140,6 +140,9 @@ extension FanoutEngine {
         if targets[index].ended && targets[index].lane == .activity {
             tokens.retire(key: targets[index].key, endedAt: targets[index].latestAccepted)
         }
+        if targets[index].inChangelog, let partition = partitions[Int(targets[index].partitionSlot)]?.id.partition {
+            forgottenHandoffs.append((targets[index].key, partition))
+        }
         freeTarget(slot)
     }
 

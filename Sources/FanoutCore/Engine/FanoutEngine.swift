@@ -34,6 +34,8 @@ public struct FanoutEngine: Sendable {
     var evictionHand = 0
     var sweepHand = 0
     var lastSweepAt: Nanoseconds = .min
+    /// Targets with a changelog record forgotten since the last `tick`: their tombstones (`.forgetState`).
+    var forgottenHandoffs: [(key: String, partition: Int32)] = []
     /// Targets forgotten so far, by why (`forgottenTargets`).
     var forgotten = ForgottenTargets()
     /// Targets the last `forget` visited (its partitions' own targets only).
@@ -271,6 +273,8 @@ public struct FanoutEngine: Sendable {
         reportFailingLanes(now: now, into: &actions)
         releaseEndedTargets(now: now)
         sweepIdleTargets(now: now)
+        for forgotten in forgottenHandoffs { actions.append(.forgetState(key: forgotten.key, partition: forgotten.partition)) }
+        forgottenHandoffs.removeAll(keepingCapacity: true)
     }
 
     /// When `tick` next has work, or nil when nothing is scheduled. May be early (a timer that was
@@ -280,6 +284,7 @@ public struct FanoutEngine: Sendable {
         for app in paused.values where app.probeSendID == 0 && !app.parked.isEmpty {
             deadline = min(deadline ?? app.probeAt, app.probeAt)
         }
+        if !forgottenHandoffs.isEmpty { deadline = .min }  // tombstones to hand out at once
         if let retention = nextRetentionDeadline { deadline = min(deadline ?? retention, retention) }
         if let sweep = nextSweepDeadline { deadline = min(deadline ?? sweep, sweep) }
         if let drain = nextDrainDeadline { deadline = min(deadline ?? drain, drain) }

@@ -21,6 +21,7 @@ final class RecordProducer: Sendable {
     private let producer: KafkaProducer
     private let deadLetters: DeadLetterProducer
     private let feedbackTopic: String
+    private let stateTopic: String
     private let log: Log
     private let metrics: FanoutMetrics
     private let clock: WorkerClock
@@ -36,6 +37,7 @@ final class RecordProducer: Sendable {
         self.producer = producer
         deadLetters = DeadLetterProducer(producer: producer, topicSuffix: topics.dlqSuffix)
         feedbackTopic = topics.activityTokenFeedback
+        stateTopic = topics.state
         self.log = log
         self.metrics = metrics
         self.clock = clock
@@ -71,6 +73,28 @@ final class RecordProducer: Sendable {
         }, acknowledged: { [metrics] in
             metrics.feedbackRecords.labels(feedback.app, feedback.reason).increment()
             acknowledged()
+        })
+    }
+
+    /// Saves a delivered send's target state to the changelog (key: the activity key, in the partition
+    /// of the activity partition's number); `acknowledged` runs once Kafka has it.
+    func saveState(_ handoff: TargetHandoff, partition: Int32, acknowledged: @escaping @Sendable () -> Void) {
+        let value = handoff.encoded(), key = Array(handoff.key.utf8), topic = stateTopic
+        produceReliably(topic: topic, what: "state of \(handoff.key)", attempt: 0, send: { [producer] completion in
+            try producer.produce(topic: topic, partition: partition, key: key, value: value, completion: completion)
+        }, acknowledged: { [metrics] in
+            metrics.stateRecords.labels("saved").increment()
+            acknowledged()
+        })
+    }
+
+    /// Deletes a forgotten target's changelog record (a tombstone, so compaction drops the key).
+    func forgetState(key: String, partition: Int32) {
+        let keyBytes = Array(key.utf8), topic = stateTopic
+        produceReliably(topic: topic, what: "state tombstone of \(key)", attempt: 0, send: { [producer] completion in
+            try producer.produce(topic: topic, partition: partition, key: keyBytes, value: nil, completion: completion)
+        }, acknowledged: { [metrics] in
+            metrics.stateRecords.labels("forgotten").increment()
         })
     }
 

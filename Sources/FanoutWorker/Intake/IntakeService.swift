@@ -40,6 +40,8 @@ final class IntakeService: PartitionActions {
 
     let consumer: KafkaConsumer
     let tokens: TokenFollower
+    /// nil without a state changelog (`kafka.topics.state` empty).
+    let handoffs: StateRestorer?
     private let core: WorkerCore
     private let relay: Relay
     fileprivate let commits: OffsetCommitter
@@ -65,6 +67,7 @@ final class IntakeService: PartitionActions {
         tokens = try TokenFollower(configuration: settings.kafka, topic: topics.activityTokens, core: core) { partition, assignment in
             relay.get()?.core.tokensCaughtUp(partition: partition, assignment: assignment)
         }
+        handoffs = topics.state.isEmpty ? nil : try StateRestorer(configuration: settings.kafka, topic: topics.state, core: core)
         self.core = core
         self.relay = relay
         commits = OffsetCommitter(consumer: consumer, core: core)
@@ -76,6 +79,7 @@ final class IntakeService: PartitionActions {
     func start() throws {
         try consumer.subscribe([topics.activityUpdates, topics.broadcastUpdates])
         tokens.start()
+        handoffs?.start()
         let thread = Thread { [self] in
             run()
             finish()
@@ -115,6 +119,7 @@ final class IntakeService: PartitionActions {
     private func finish() {
         relay.set(nil)
         tokens.stop()
+        handoffs?.stop()
         let waiters = state.withLock { state in
             state.finished = true
             defer { state.waiters.removeAll() }
@@ -292,7 +297,15 @@ final class IntakeService: PartitionActions {
 
     func followTokens(_ partition: Int32, assignment: AssignmentID) { tokens.follow(partition, assignment: assignment) }
 
-    func unfollowTokens(_ partition: Int32) { tokens.unfollow(partition) }
+    func unfollowTokens(_ partition: Int32) {
+        tokens.unfollow(partition)
+        handoffs?.cancel(partition)
+    }
+
+    func restoreState(_ partition: Int32, assignment: AssignmentID) {
+        guard let handoffs else { return core.fail("the engine asked to restore state but kafka.topics.state is empty") }
+        handoffs.restore(partition, assignment: assignment)
+    }
 
     func pauseFetching(_ partitions: [PartitionID]) {
         do { try consumer.pause(partitions) } catch {

@@ -8,7 +8,10 @@ import FanoutCore
 /// whichever thread fed it) and must not block.
 protocol PartitionActions: AnyObject, Sendable {
     func followTokens(_ partition: Int32, assignment: AssignmentID)
+    /// Also stops restoring the partition's state, if that is under way.
     func unfollowTokens(_ partition: Int32)
+    /// Reads the partition's state changelog; the result comes back through `WorkerCore.stateRestored`.
+    func restoreState(_ partition: Int32, assignment: AssignmentID)
     func pauseFetching(_ partitions: [PartitionID])
     func resumeFetching(_ partitions: [PartitionID])
     /// Commit without waiting; the answer comes back through `WorkerCore.commitAnswered`.

@@ -112,6 +112,7 @@ struct WorkerSettings: Sendable {
         e.laneFailingAfter = nanoseconds(c.apns.laneFailingAfter)
         // Broadcast expiration follows each channel's storage policy, looked up through channel management.
         e.broadcastExpirationImmediate = false
+        e.handoffState = !c.kafka.topics.state.isEmpty
         e.randomSeed = options.randomSeed ?? UInt64.random(in: 1...UInt64.max)
         return e
     }

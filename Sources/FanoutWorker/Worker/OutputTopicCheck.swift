@@ -28,6 +28,28 @@ enum OutputTopicCheck {
                     consequence: "every event whose token APNs reports gone")]
     }
 
+    /// The state changelog (docs/design.md §11), unless `kafka.topics.state` is empty: it must exist with
+    /// activity-updates' partition count, because the owner of partition p saves and restores its
+    /// targets' state in partition p. Blocking (one metadata request, up to `timeout`).
+    static func checkStateTopic(_ topics: FanoutConfiguration.Topics, partitions: Int, using consumer: KafkaConsumer,
+                                timeout: Duration) throws(WorkerError) {
+        guard !topics.state.isEmpty else { return }
+        let create = "create it as a compacted topic (cleanup.policy=compact) with \(partitions) partitions, like \(topics.activityUpdates), or set kafka.topics.state to \"\" to start every target afresh on every handoff"
+        let count: Int
+        do {
+            count = try consumer.partitionCounts(of: [topics.state], timeout: timeout)[topics.state] ?? 0
+        } catch let error as KafkaError where error.code == .topicNotFound {
+            let problem = error.underlying == .unknownTopicOrPartition ? "does not exist on the cluster" : "cannot be used: \(error.underlying.message)"
+            throw WorkerError(.configuration, "kafka.topics.state: the state changelog '\(topics.state)' \(problem); \(create)")
+        } catch {
+            throw WorkerError.kafka(error, while: "reading topic metadata")
+        }
+        guard count == partitions else {
+            throw WorkerError(.configuration,
+                              "kafka.topics.state: '\(topics.state)' has \(count) partitions but \(topics.activityUpdates) has \(partitions); they must match, because the owner of partition p of \(topics.activityUpdates) keeps its targets' state in partition p of '\(topics.state)' (\(create))")
+        }
+    }
+
     /// Blocking (one metadata request per output topic, each up to `timeout`).
     static func check(_ topics: FanoutConfiguration.Topics, using consumer: KafkaConsumer, timeout: Duration) throws(WorkerError) {
         for output in outputs(of: topics) {

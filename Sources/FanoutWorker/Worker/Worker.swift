@@ -84,8 +84,8 @@ public final class Worker: Sendable {
         }
     }
 
-    /// Checks the topic layout (partition counts of activity-updates and activity-tokens must match;
-    /// the dead-letter and token feedback topics exist, `OutputTopicCheck`), joins the consumer group
+    /// Checks the topic layout (partition counts of activity-updates and activity-tokens must match, and
+    /// the state changelog's too; the dead-letter and token feedback topics exist, `OutputTopicCheck`), joins the consumer group
     /// and starts the answer, intake, token and ticker threads and the admin server.
     public func start() throws {
         try phase.withLock { phase in
@@ -114,6 +114,7 @@ public final class Worker: Sendable {
         }
         do {
             try OutputTopicCheck.check(topics, using: intake.consumer, timeout: .seconds(10))
+            try OutputTopicCheck.checkStateTopic(topics, partitions: updates, using: intake.consumer, timeout: .seconds(10))
         } catch {
             admin?.stop()
             throw error

@@ -47,6 +47,15 @@ extension WorkerCore {
                 partitionActions?.followTokens(partition, assignment: assignment)
             case .unfollowTokens(let partition):
                 partitionActions?.unfollowTokens(partition)
+            case .restoreState(let partition, let assignment):
+                partitionActions?.restoreState(partition, assignment: assignment)
+            case .saveState(let handoff, let partition, let resolution):
+                records.saveState(handoff, partition: partition.partition) { [self] in
+                    state.withLock { $0.engine.resolve(resolution) }
+                    wakeTicker()
+                }
+            case .forgetState(let key, let partition):
+                records.forgetState(key: key, partition: partition)
             case .pauseFetching(let partitions):
                 partitionActions?.pauseFetching(partitions)
                 for partition in partitions { log.info("partition paused by backpressure", ["partition": .string(partition.description)]) }

@@ -225,6 +225,13 @@ final class WorkerCore: Sendable {
         decide { state, now, actions in state.engine.tokensCaughtUp(partition: partition, assignment: assignment, now: now, into: &actions) }
     }
 
+    /// The partition's state changelog was read (`StateRestorer`): the engine merges it and lets the partition send.
+    func stateRestored(partition: Int32, assignment: AssignmentID, records: [TargetHandoff]) {
+        decide { state, now, actions in
+            state.engine.stateRestored(partition: partition, assignment: assignment, records: records, now: now, into: &actions)
+        }
+    }
+
     /// Backpressure: the engine pauses and resumes partitions (`.pauseFetching`, `.resumeFetching`).
     func regulate() { decide { state, now, actions in state.engine.regulate(now: now, into: &actions) } }
 

@@ -30,6 +30,7 @@ extension Simulation {
                 try checkLifecycle(request)
                 try checkSend(request)
                 try checkLaneCapacity(request)
+                sendStarted(request)
                 if !closing.isEmpty && !closing.contains(request.partition) { stats.sendsWhileClosing += 1 }
                 stats.sends += 1
                 if request.priority == 10 { stats.priority10 += 1 }
@@ -79,6 +80,8 @@ extension Simulation {
                 try commitIssued(points)
             case let .lookUpChannelPolicy(app, channel):
                 try lookupIssued(app: app, channel: channel)
+            case .saveState, .forgetState, .restoreState:
+                _ = try handleHandoff(action)
             }
         }
     }

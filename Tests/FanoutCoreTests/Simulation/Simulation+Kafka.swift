@@ -18,10 +18,17 @@ extension Simulation {
         engine.replayBoundary(of: partition, below: Int64(logEnd))
         // The owner re-reads activity-tokens for this partition from the beginning; its sends wait for that.
         guard lane == .activity else { return }
-        guard case let .followTokens(number, id)? = assignment.first, assignment.count == 1 else {
-            preconditionFailure("an activity partition's assignment asks for its tokens, and nothing else: \(assignment)")
+        guard case let .followTokens(number, id)? = assignment.first, assignment.count == (handsOverState ? 2 : 1) else {
+            preconditionFailure("an activity partition's assignment asks for its tokens (and its state, with a changelog), and nothing else: \(assignment)")
         }
         currentAssignment[number] = id
+        changelog.restored.remove(partition)
+        if handsOverState {
+            guard case .restoreState(number, id) = assignment[1] else {
+                preconditionFailure("an activity partition's assignment asks to restore its state: \(assignment)")
+            }
+            scheduleRestore(number, assignment: id)
+        }
         // Usually quick; now and then a long token partition, so a revoke can overtake its catch-up.
         var readIn = random.chance(0.15) ? random.between(5_000, 60_000) : random.between(0, 2_000)
         if let earlier = catchUps.filter({ $0.partition == number }).map(\.at).max(), earlier > now, random.chance(0.5) {
@@ -78,9 +85,14 @@ extension Simulation {
         assigned.remove(partition)
         fetchPaused.remove(partition)
         tokensRead.remove(partition)
+        changelog.restored.remove(partition)
         epoch[partition, default: 0] += 1
         for target in workload.targets where SimulatedWorkload.partition(for: target.key, lane: target.lane) == partition {
-            watches[target.key] = nil
+            if watchSurvivesHandoff(target.key) {
+                stats.watchesHandedOver += 1
+            } else {
+                watches[target.key] = nil
+            }
         }
         reassignAt[partition] = now + random.between(0, 30) * 1_000_000_000
     }
@@ -164,6 +176,9 @@ extension Simulation {
         }
         if request.lane == .activity && !tokensRead.contains(request.partition) {
             throw fail("send to \(request.target) before \(request.partition)'s tokens were read for this assignment")
+        }
+        if request.lane == .activity && handsOverState && !changelog.restored.contains(request.partition) {
+            throw fail("send to \(request.target) before \(request.partition)'s state was restored for this assignment")
         }
         guard request.lane == .broadcast else { return }
         let expected: Int64

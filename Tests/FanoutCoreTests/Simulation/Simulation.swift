@@ -82,6 +82,7 @@ struct Simulation {
     /// The group is rebalancing for this member (after a revoke or loss) until `settleAt`.
     var settleAt: Nanoseconds?
     var stats = SimulationStats()
+    var changelog = SimulatedChangelog()
 
     init(seed: UInt64) {
         self.seed = seed
@@ -91,6 +92,8 @@ struct Simulation {
         now = start
         configuration = EngineConfiguration()
         configuration.randomSeed = seed
+        // Odd seeds hand state over through the changelog (no random draw: even seeds run as before).
+        configuration.handoffState = seed % 2 == 1
         configuration.meaningProfiles["SimAttributes"] = MeaningProfile(progressFields: ["done"], minProgressDelta: 10, maxQuiet: 30 * 1_000_000_000)
         configuration.attributesTypeByApp = ["com.sim.a": "SimAttributes", "com.sim.b": "SimAttributes"]
         configuration.frequentUpdatesApps = ["com.sim.b"]
@@ -173,7 +176,7 @@ struct Simulation {
     }
 
     func isSettled() -> Bool {
-        guard flights.isEmpty, resolutions.isEmpty, engine.totalLoad.inFlight == 0, closing.isEmpty, policyAnswers.isEmpty,
+        guard flights.isEmpty, resolutions.isEmpty, changelog.writes.isEmpty, engine.totalLoad.inFlight == 0, closing.isEmpty, policyAnswers.isEmpty,
               tokenEvents.allSatisfy({ $0.at < now }) else { return false }
         for (partition, log) in workload.logs where position[partition, default: 0] < log.count || !assigned.contains(partition) { return false }
         return engine.totalLoad.incomplete == 0
@@ -189,6 +192,7 @@ struct Simulation {
         for event in tokenEvents where event.at >= now { next = min(next, event.at) }
         for at in reassignAt.values { next = min(next, at) }
         for catchUp in catchUps { next = min(next, catchUp.at) }
+        if let changelogAt = nextChangelogTime { next = min(next, changelogAt) }
         for answer in commitAnswers { next = min(next, answer.at) }
         for answer in policyAnswers { next = min(next, answer.at) }
         if let settleAt { next = min(next, settleAt) }
@@ -222,6 +226,7 @@ struct Simulation {
             }
         }
         try answerKafka(into: &actions)
+        answerChangelog(into: &actions)
         // Kafka produce acks for dead letters and feedback.
         for index in resolutions.indices.reversed() where resolutions[index].at <= now {
             let resolution = resolutions.remove(at: index)
@@ -292,8 +297,11 @@ struct Simulation {
         flights = [:]
         resolutions.removeAll()  // produces not yet acknowledged never happened; the replay redoes them
         pendingFeedback = [:]
-        // A new process: budgets it never saw are not held against it (Apple's are per device; see README).
-        watches = [:]
+        // A new process: budgets it never saw are not held against it (Apple's are per device; see README),
+        // unless the changelog told it (the target's last send was saved).
+        for key in Array(watches.keys) where !watchSurvivesHandoff(key) { watches[key] = nil }
+        stats.watchesHandedOver += watches.count
+        changelogAfterCrash()
         pushToStartBudgets = [:]
         stats.endedForgotten += engine.forgottenTargets.ended
         engine = FanoutEngine(configuration: configuration)

@@ -36,6 +36,12 @@ struct SimulationStats: CustomStringConvertible {
     var endsOfPossiblyStartedDeadLettered = 0
     /// Ended targets the engine forgot after `endedRetention` (the invariants held across it).
     var endedForgotten: UInt64 = 0
+    /// The state changelog (odd seeds): records saved, tombstones, records restored, and target
+    /// watches that went on across a handoff or crash because the last send's state was saved.
+    var stateSaves = 0
+    var stateTombstones = 0
+    var stateRestored = 0
+    var watchesHandedOver = 0
     var drops: [String: Int] = [:]
     var deadLetters: [String: Int] = [:]
     var outcomes: [String: Int] = [:]
@@ -77,6 +83,10 @@ struct SimulationStats: CustomStringConvertible {
         laneFull += other.laneFull
         endsOfPossiblyStartedDeadLettered += other.endsOfPossiblyStartedDeadLettered
         endedForgotten += other.endedForgotten
+        stateSaves += other.stateSaves
+        stateTombstones += other.stateTombstones
+        stateRestored += other.stateRestored
+        watchesHandedOver += other.watchesHandedOver
         drops.merge(other.drops, uniquingKeysWith: +)
         deadLetters.merge(other.deadLetters, uniquingKeysWith: +)
         outcomes.merge(other.outcomes, uniquingKeysWith: +)
@@ -87,7 +97,7 @@ struct SimulationStats: CustomStringConvertible {
             + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) losses=\(losses) revokesInFlight=\(revokesWithSendsInFlight) "
             + "sendsWhileClosing=\(sendsWhileClosing) commits=\(commits) refused=\(commitsRefused) unanswered=\(commitsUnanswered) "
             + "lookups=\(lookups) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) laneFull=\(laneFull) "
-            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) endedForgotten=\(endedForgotten) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) endedForgotten=\(endedForgotten) stateSaves=\(stateSaves) stateTombstones=\(stateTombstones) stateRestored=\(stateRestored) watchesHandedOver=\(watchesHandedOver) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }

@@ -44,7 +44,7 @@ final class FleetHarness: Sendable {
         // Kills every child listed in the pid file once this test process is gone (crash, kill -9 of the runner).
         watchdog = try ChildProcess("/bin/sh", ["-c", "while kill -0 \(getpid()) 2>/dev/null; do sleep 0.5; done; "
                                                     + "for p in $(cat '\(pidFile)'); do kill -9 $p 2>/dev/null; done; rm -rf '\(scratch)'"])
-        let topics = ["\(Self.updates):\(partitions)", "activity-tokens:\(partitions)", "broadcast-updates:2", "activity-updates-dlq:1",
+        let topics = ["\(Self.updates):\(partitions)", "activity-tokens:\(partitions)", "fanout-state:\(partitions)", "broadcast-updates:2", "activity-updates-dlq:1",
                       "broadcast-updates-dlq:1", "activity-token-feedback:1"]
         broker = try FleetProcess(name: "broker", executable: Self.binary,
                                   arguments: ["broker", "--control-stdin"] + topics.flatMap { ["--topic", $0] }, scratch: scratch, input: .pipe)

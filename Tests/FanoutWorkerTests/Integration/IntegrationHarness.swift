@@ -25,6 +25,7 @@ final class IntegrationHarness: Sendable {
     static let tokens = "activity-tokens"
     static let feedback = "activity-token-feedback"
     static let deadLetters = "activity-updates-dlq"
+    static let state = "fanout-state"
 
     let cluster: MockKafkaCluster
     let credentials: SimulatorCredentials
@@ -53,6 +54,7 @@ final class IntegrationHarness: Sendable {
         group = "fanout-it-\(UUID().uuidString.prefix(6))"
         cluster = try MockKafkaCluster(brokers: coordinatorApart ? 2 : 1)
         var layout = [(Self.updates, partitions), (Self.broadcasts, broadcastPartitions ?? partitions), (Self.tokens, tokenPartitions ?? partitions)]
+        if !missing.contains(Self.state) { layout.append((Self.state, partitions)) }
         for topic in [Self.feedback, Self.deadLetters, Self.broadcasts + "-dlq"] where !missing.contains(topic) { layout.append((topic, 1)) }
         for (topic, count) in layout {
             try cluster.createTopic(topic, partitions: count)

@@ -50,9 +50,11 @@ extension FanoutConfiguration {
             broadcastUpdates: t.string("broadcast_updates", default: "broadcast-updates"),
             activityTokens: t.string("activity_tokens", default: "activity-tokens"),
             activityTokenFeedback: t.string("activity_token_feedback", default: "activity-token-feedback"),
-            dlqSuffix: t.string("dlq_suffix", default: "-dlq"))
+            dlqSuffix: t.string("dlq_suffix", default: "-dlq"),
+            state: t.string("state", default: "fanout-state", allowEmpty: true))
         t.finish()
         let names = [topics.activityUpdates, topics.broadcastUpdates, topics.activityTokens, topics.activityTokenFeedback]
+            + (topics.state.isEmpty ? [] : [topics.state])
         if Set(names).count != names.count {
             r.context.issue(t.path, "topic names must be distinct, got \(names.joined(separator: ", "))", nil)
         }

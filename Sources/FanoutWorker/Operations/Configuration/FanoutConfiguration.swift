@@ -56,6 +56,9 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var activityTokenFeedback: String
         /// Appended to a source topic's name to get its dead-letter topic.
         public var dlqSuffix: String
+        /// The compacted changelog of per-target state handed over between owners (docs/design.md §11),
+        /// partitioned like activity-updates; empty: no handoff (every new owner starts every target afresh).
+        public var state: String = "fanout-state"
 
         public func deadLetterTopic(for topic: String) -> String { topic + dlqSuffix }
     }

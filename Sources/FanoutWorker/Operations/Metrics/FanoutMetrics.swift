@@ -55,6 +55,9 @@ public final class FanoutMetrics: Sendable {
     /// Targets the engine stopped tracking. Labels: reason ("ended": `engine.ended_retention` after
     /// its end; "idle": 12 h without activity; "evicted": past `engine.max_tracked_targets`).
     public let targetsForgotten: CounterFamily
+    /// Records of the state changelog (docs/design.md §11). Labels: kind ("saved", "forgotten": a
+    /// tombstone, "restored", "unreadable-<code>": skipped while restoring).
+    public let stateRecords: CounterFamily
     /// Records produced to activity-token-feedback. Labels: app, reason.
     public let feedbackRecords: CounterFamily
     /// Failed attempts to produce a dead letter or feedback record (each is retried). Labels: topic,
@@ -137,6 +140,9 @@ public final class FanoutMetrics: Sendable {
         targetsForgotten = registry.counter("fanout_targets_forgotten_total",
                                             help: "Targets the engine stopped tracking, by reason: ended (ended_retention after the end), idle (12 h without activity), evicted (least recently active idle ones past max_tracked_targets; each loses its budget memory).",
                                             labels: ["reason"])
+        stateRecords = registry.counter("fanout_state_records_total",
+                                        help: "Records of the fanout-state changelog, by kind: saved (a delivered send's state, before its offsets commit), forgotten (a tombstone for a forgotten target), restored (read on assignment), unreadable-<code> (skipped while restoring; that target starts with a full budget).",
+                                        labels: ["kind"])
         feedbackRecords = registry.counter("fanout_token_feedback_records_total",
                                            help: "Records produced to the token feedback topic, by app and APNs reason.", labels: ["app", "reason"])
         produceFailures = registry.counter("fanout_produce_failures_total",
@@ -164,6 +170,7 @@ public final class FanoutMetrics: Sendable {
         _ = ready.labels()
         _ = heapTrims.labels()
         for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
+        for kind in ["saved", "forgotten", "restored"] { _ = stateRecords.labels(kind) }
         let (sends, decisions, latency, downgrades) = (sends, eventDecisions, apnsLatency, budgetDowngrades)
         laneHandles = [Lane.activity, .broadcast].map {
             LaneMetrics(lane: $0, sends: sends, decisions: decisions, latency: latency, budgetDowngrades: downgrades)

@@ -1,0 +1,83 @@
+/// State handed over between owners of a partition through the compacted changelog
+/// (docs/design.md §11, `EngineConfiguration.handoffState`): each delivered activity send saves its
+/// target's `TargetHandoff` before the offsets it covers complete, and the next owner restores the
+/// partition's records before it sends, so a handoff resets no priority-10 budget and no min_interval
+/// spacing, and does not send again what was delivered and saved. What it cannot prevent: a send
+/// delivered whose record was not yet acknowledged when its owner died is sent again (the offsets
+/// it covered were not committed either).
+extension FanoutEngine {
+    /// The activity partition `partition`'s changelog was read up to its high watermark for
+    /// `assignment`; `records` is what it holds (the newest record of each key, tombstoned keys left
+    /// out). Each record is merged into its target, created when not tracked; then the partition goes
+    /// live once its tokens are read too. A report of an earlier assignment changes nothing.
+    public mutating func stateRestored(partition: Int32, assignment: AssignmentID, records: some Sequence<TargetHandoff>,
+                                       now: Nanoseconds, into actions: inout [EngineAction]) {
+        guard let index = catchingUpSlot(partition: partition, assignment: assignment), !partitions[index]!.stateRestored else { return }
+        for record in records { restore(record, partitionSlot: Int32(index), now: now, into: &actions) }
+        partitions[index]!.stateRestored = true
+        goLiveIfCaughtUp(index, now: now, into: &actions)
+    }
+
+    /// Saves what the delivered send of target `index` leaves (`.saveState`); its offsets complete when
+    /// the record is acknowledged (`resolve`).
+    mutating func saveHandoff(_ index: Int, offsets: [Int64], partitionSlot: Int32, into actions: inout [EngineAction]) {
+        guard let partition = partitions[Int(partitionSlot)]?.id else { return }
+        targets[index].inChangelog = true
+        let resolution = makeResolution(offsets, partitionSlot: partitionSlot)
+        actions.append(.saveState(handoff(of: index), partition: partition, resolution: resolution))
+    }
+
+    func handoff(of index: Int) -> TargetHandoff {
+        TargetHandoff(key: targets[index].key, app: apps[Int(targets[index].appIndex)],
+                      lastSentTimestamp: targets[index].lastSentTimestamp, lastSentSummary: targets[index].lastSentSummary,
+                      bucket: targets[index].bucket, lastSendAt: targets[index].lastSendAt,
+                      lastDeliveredAt: targets[index].lastDeliveredAt, tokenNotBefore: targets[index].tokenNotBefore,
+                      ended: targets[index].ended)
+    }
+
+    /// Merges one record into its target. A target already tracked (events read while the changelog
+    /// was) keeps whichever of each fact is further along: the newer delivered state, the emptier
+    /// bucket, the later send. A pending state no newer than what was delivered is already on the
+    /// device: its offsets are done without a send. Only delivered facts move `latestAccepted`: an
+    /// event the previous owner accepted and never delivered is replayed here and must be taken.
+    private mutating func restore(_ record: TargetHandoff, partitionSlot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
+        let hash = TargetHash(lane: .activity, id: record.key)
+        let slot: Int32
+        if let existing = self.slot(of: hash, id: record.key) {
+            // Tracked under another partition (one key on two partitions): not this partition's to restore.
+            guard targets[Int(existing)].partitionSlot == partitionSlot else { return }
+            slot = existing
+        } else {
+            slot = newTarget(hash, id: record.key, app: record.app, partitionSlot: partitionSlot, now: now)
+            // Idle since its last delivery, as far as retention and eviction go.
+            targets[Int(slot)].lastActiveAt = min(now, max(record.lastDeliveredAt, record.lastSendAt))
+            targets[Int(slot)].recentlyActive = false
+        }
+        let index = Int(slot)
+        targets[index].inChangelog = true
+        if record.lastSentTimestamp > targets[index].lastSentTimestamp {
+            targets[index].lastSentTimestamp = record.lastSentTimestamp
+            targets[index].lastSentSummary = record.lastSentSummary
+            targets[index].lastDeliveredAt = max(targets[index].lastDeliveredAt, record.lastDeliveredAt)
+        }
+        targets[index].latestAccepted = max(targets[index].latestAccepted, record.lastSentTimestamp)
+        let settings = budget(of: targets[index])
+        if record.bucket.available(at: now, settings: settings) < targets[index].bucket.available(at: now, settings: settings) {
+            targets[index].bucket = record.bucket
+        }
+        targets[index].lastSendAt = max(targets[index].lastSendAt, record.lastSendAt)
+        targets[index].tokenNotBefore = max(targets[index].tokenNotBefore, record.tokenNotBefore)
+        if record.ended {
+            targets[index].ended = true
+            targets[index].endAccepted = true
+        }
+        if targets[index].hasPending {
+            let pendingTimestamp = pendings[targets[index].pendingIndex].event.timestamp
+            if record.ended || pendingTimestamp <= record.lastSentTimestamp {
+                let reason: DropReason = pendingTimestamp <= record.lastSentTimestamp ? .notNewer : .afterEnd
+                for offset in takePending(index).offsets { drop(offset, partitionSlot: partitionSlot, reason: reason, into: &actions) }
+            }
+        }
+        settle(slot, now: now)
+    }
+}

@@ -1,0 +1,146 @@
+/// What one activity target's next owner must know so that a handoff resets no budget and repeats
+/// no delivered state (docs/design.md §11): the facts of its last delivered send. One record per
+/// target on the compacted `fanout-state` topic, keyed by the activity key, in the partition of
+/// the same number as the target's activity-updates partition.
+///
+/// Only delivered facts are handed over, never what was merely accepted: an event the previous
+/// owner accepted but did not deliver is still uncommitted, and the next owner must take it again.
+///
+/// Wire form (`encoded()`, little-endian, 96 bytes plus the app's name):
+/// `version(1) flags(1) lastSentTimestamp(8) digest(8) ranks(4) progress(4×8) credits(8)
+/// refilledAt(8) lastSendAt(8) lastDeliveredAt(8) tokenNotBefore(8) appLength(2) app`.
+public struct TargetHandoff: Sendable, Hashable {
+    public static let version: UInt8 = 1
+    /// Bytes of the wire form before the app's name.
+    static let fixedSize = 96
+
+    public var key: String
+    public var app: String
+    /// aps.timestamp of the last delivered state.
+    public var lastSentTimestamp: Int64
+    /// Content of the last delivered state, as the meaning profile summarized it.
+    var lastSentSummary: ContentSummary
+    /// The priority-10 bucket after the last send (it refills from `bucket.refilledAt` on).
+    public var bucket: TokenBucket
+    /// When the last send started (min_interval counts from it) and when it was delivered (UNIX ns).
+    public var lastSendAt: Nanoseconds
+    public var lastDeliveredAt: Nanoseconds
+    /// Tokens registered before this (a start's timestamp) belong to an earlier activity.
+    public var tokenNotBefore: Int64
+    /// Its end was delivered: nothing more is ever sent for it.
+    public var ended: Bool
+
+    /// The wire form (see the type's comment).
+    public func encoded() -> [UInt8] {
+        var bytes: [UInt8] = []
+        let appBytes = Array(app.utf8.prefix(Int(UInt16.max)))
+        bytes.reserveCapacity(Self.fixedSize + appBytes.count)
+        bytes.append(Self.version)
+        bytes.append(ended ? 1 : 0)
+        Self.append(UInt64(bitPattern: lastSentTimestamp), to: &bytes)
+        Self.append(lastSentSummary.digest, to: &bytes)
+        for lane in 0..<4 { bytes.append(lastSentSummary.ranks[lane]) }
+        for slot in 0..<4 { Self.append(lastSentSummary.progress[slot].bitPattern, to: &bytes) }
+        Self.append(bucket.credits.bitPattern, to: &bytes)
+        Self.append(UInt64(bitPattern: bucket.refilledAt), to: &bytes)
+        Self.append(UInt64(bitPattern: lastSendAt), to: &bytes)
+        Self.append(UInt64(bitPattern: lastDeliveredAt), to: &bytes)
+        Self.append(UInt64(bitPattern: tokenNotBefore), to: &bytes)
+        bytes.append(UInt8(appBytes.count & 0xff))
+        bytes.append(UInt8(appBytes.count >> 8))
+        bytes.append(contentsOf: appBytes)
+        return bytes
+    }
+
+    /// Reads the wire form of the record keyed `key`.
+    public init(key: String, decoding bytes: [UInt8]) throws(HandoffDecodingError) {
+        guard let version = bytes.first else { throw .truncated(bytes.count) }
+        guard version == Self.version else { throw .unknownVersion(version) }
+        guard bytes.count >= Self.fixedSize else { throw .truncated(bytes.count) }
+        var reader = Reader(bytes: bytes, position: 1)
+        let flags = reader.byte()
+        guard flags & ~1 == 0 else { throw .unknownFlags(flags) }
+        ended = flags & 1 != 0
+        lastSentTimestamp = Int64(bitPattern: reader.word())
+        let digest = reader.word()
+        var ranks = SIMD4<UInt8>(repeating: ContentSummary.noField)
+        for lane in 0..<4 { ranks[lane] = reader.byte() }
+        var progress = ProgressValues(repeating: .nan)
+        for slot in 0..<4 { progress[slot] = Double(bitPattern: reader.word()) }
+        lastSentSummary = ContentSummary(digest: digest, ranks: ranks, progress: progress)
+        let credits = Double(bitPattern: reader.word())
+        let refilledAt = Int64(bitPattern: reader.word())
+        guard credits.isFinite, credits >= 0 else { throw .badCredits(credits) }
+        bucket = TokenBucket(credits: credits, refilledAt: refilledAt)
+        lastSendAt = Int64(bitPattern: reader.word())
+        lastDeliveredAt = Int64(bitPattern: reader.word())
+        tokenNotBefore = Int64(bitPattern: reader.word())
+        let appLength = Int(reader.byte()) | Int(reader.byte()) << 8
+        guard bytes.count == Self.fixedSize + appLength else { throw .badLength(bytes.count, expected: Self.fixedSize + appLength) }
+        app = String(decoding: bytes[Self.fixedSize...], as: UTF8.self)
+        self.key = key
+    }
+
+    init(key: String, app: String, lastSentTimestamp: Int64, lastSentSummary: ContentSummary, bucket: TokenBucket,
+         lastSendAt: Nanoseconds, lastDeliveredAt: Nanoseconds, tokenNotBefore: Int64, ended: Bool) {
+        self.key = key
+        self.app = app
+        self.lastSentTimestamp = lastSentTimestamp
+        self.lastSentSummary = lastSentSummary
+        self.bucket = bucket
+        self.lastSendAt = lastSendAt
+        self.lastDeliveredAt = lastDeliveredAt
+        self.tokenNotBefore = tokenNotBefore
+        self.ended = ended
+    }
+
+    private static func append(_ word: UInt64, to bytes: inout [UInt8]) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var position: Int
+
+        mutating func byte() -> UInt8 {
+            defer { position += 1 }
+            return bytes[position]
+        }
+
+        mutating func word() -> UInt64 {
+            var word: UInt64 = 0
+            for shift in stride(from: 0, to: 64, by: 8) { word |= UInt64(byte()) << UInt64(shift) }
+            return word
+        }
+    }
+}
+
+/// Why a `fanout-state` record could not be read. The record is skipped (its target starts afresh,
+/// as without a changelog) and the worker counts and reports it.
+public enum HandoffDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unknownVersion(UInt8)
+    case unknownFlags(UInt8)
+    case truncated(Int)
+    case badLength(Int, expected: Int)
+    case badCredits(Double)
+
+    public var description: String {
+        switch self {
+        case .unknownVersion(let version): "unknown record version \(version) (this build reads version \(TargetHandoff.version))"
+        case .unknownFlags(let flags): "unknown flags \(flags)"
+        case .truncated(let count): "\(count) bytes, shorter than a record"
+        case .badLength(let count, let expected): "\(count) bytes where the app's name makes \(expected)"
+        case .badCredits(let credits): "priority-10 credits \(credits)"
+        }
+    }
+
+    /// A short stable code for metrics.
+    public var code: String {
+        switch self {
+        case .unknownVersion: "unknown-version"
+        case .unknownFlags: "unknown-flags"
+        case .truncated, .badLength: "bad-length"
+        case .badCredits: "bad-credits"
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import APNsModel
+import Testing
+@testable import FanoutCore
+
+/// The state changelog (docs/design.md §11): what one owner saves, the next restores.
+@Suite struct HandoffTests {
+    static func handingOver() -> EngineConfiguration {
+        var configuration = EngineConfiguration()
+        configuration.handoffState = true
+        return configuration
+    }
+
+    /// Owner A sends a target's whole priority-10 burst; the records it saves go to owner B.
+    static func ownerWithSpentBudget() throws -> (records: [TargetHandoff], a: Harness) {
+        var a = Harness(configuration: handingOver())
+        var records: [TargetHandoff] = []
+        for step in 0..<4 {
+            let send = try #require(a.feed(makeEvent("e\(step)", timestamp: 100 + Int64(step), status: "s\(step)")).sends.first)
+            #expect(send.priority == 10)
+            for case let .saveState(record, partition, resolution) in a.complete(send) {
+                #expect(partition == activityPartition)
+                records.append(record)
+                a.engine.resolve(resolution)
+            }
+            a.advance(2 * sec)
+        }
+        #expect(records.count == 4, "every delivered send saves the target's state")
+        return (records, a)
+    }
+
+    /// B assigned the partition with A's records as the changelog holds them (the newest per key).
+    static func nextOwner(restoring records: [TargetHandoff], at now: Nanoseconds) -> Harness {
+        var b = Harness(configuration: handingOver())
+        b.now = now
+        let assignment = b.assign(activityPartition)
+        guard case let .restoreState(number, id)? = assignment.last else {
+            Issue.record("an assignment with a changelog asks to restore the partition's state: \(assignment)")
+            return b
+        }
+        var new: [EngineAction] = []
+        b.engine.stateRestored(partition: number, assignment: id, records: records.suffix(1), now: b.now, into: &new)
+        b.actions += new
+        return b
+    }
+
+    @Test func aRecordSurvivesItsWireForm() throws {
+        let (records, _) = try Self.ownerWithSpentBudget()
+        let record = try #require(records.last)
+        let bytes = record.encoded()
+        #expect(bytes.count == TargetHandoff.fixedSize + record.app.utf8.count)
+        let decoded = try TargetHandoff(key: record.key, decoding: bytes)
+        #expect(decoded.encoded() == bytes, "progress values are NaN when absent, so the record is compared in its wire form")
+        #expect(decoded.key == record.key && decoded.app == record.app && decoded.bucket == record.bucket)
+        #expect(decoded.lastSendAt == record.lastSendAt && decoded.lastSentTimestamp == 103 && !decoded.ended)
+    }
+
+    @Test func aRecordThatCannotBeReadSaysWhy() throws {
+        let (records, _) = try Self.ownerWithSpentBudget()
+        let bytes = try #require(records.last).encoded()
+        #expect(throws: HandoffDecodingError.unknownVersion(9)) { try TargetHandoff(key: "k", decoding: [9] + bytes.dropFirst()) }
+        #expect(throws: HandoffDecodingError.truncated(40)) { try TargetHandoff(key: "k", decoding: Array(bytes.prefix(40))) }
+        #expect(throws: HandoffDecodingError.self) { try TargetHandoff(key: "k", decoding: bytes + [0]) }
+        #expect(throws: HandoffDecodingError.truncated(0)) { try TargetHandoff(key: "k", decoding: []) }
+    }
+
+    /// The reason the changelog exists: without it the next owner starts a full bucket.
+    @Test func theNextOwnerKeepsTheSpentBudget() throws {
+        let (records, a) = try Self.ownerWithSpentBudget()
+        var b = Self.nextOwner(restoring: records, at: a.now + 2 * sec)
+        b.feed(makeEvent("e9", timestamp: 200, status: "new"))
+        let send = try #require(b.advance(sec).sends.first, "sent min_interval after the assignment")
+        #expect(send.priority == 5 && send.budgetDowngraded, "the burst was spent under the previous owner")
+
+        var fresh = Harness(configuration: EngineConfiguration())
+        fresh.now = a.now + 2 * sec
+        fresh.assign(activityPartition)
+        fresh.feed(makeEvent("e9", timestamp: 200, status: "new"))
+        #expect(try #require(fresh.advance(sec).sends.first).priority == 10, "without a changelog a handoff resets the budget")
+    }
+
+    @Test func theNextOwnerKeepsMinIntervalAndDropsWhatWasDelivered() throws {
+        let (records, a) = try Self.ownerWithSpentBudget()
+        let last = try #require(records.last)
+        // Restored right after the last send: min_interval counts from that send, not from the assignment.
+        var b = Self.nextOwner(restoring: records, at: last.lastSendAt + sec / 2)
+        // The last delivered event replayed (its offset was not committed yet): already on the device.
+        #expect(b.feed(makeEvent("e3", timestamp: 103, status: "s3")).drops == [.notNewer])
+        #expect(b.feed(makeEvent("e10", timestamp: 300, status: "newer")).sends.isEmpty, "min_interval from the previous owner's send")
+        let send = try #require(b.advance(sec).sends.first)
+        #expect(send.event.timestamp == 300)
+        #expect(b.now - last.lastSendAt >= sec)
+        _ = a
+    }
+
+    /// Events read while the changelog is: a pending state the previous owner delivered is done
+    /// without a send; a newer one is kept and sent once the partition is live.
+    @Test func eventsReadDuringTheRestoreAreMergedWithIt() throws {
+        let (records, a) = try Self.ownerWithSpentBudget()
+        var b = Harness(configuration: Self.handingOver())
+        b.now = a.now + 10 * sec
+        let assignment = b.assign(activityPartition)
+        guard case let .restoreState(number, id)? = assignment.last else {
+            Issue.record("no restore asked: \(assignment)")
+            return
+        }
+        #expect(b.feed(makeEvent("e3", timestamp: 103, status: "s3")).sends.isEmpty, "not live before the state is restored")
+        var new: [EngineAction] = []
+        b.engine.stateRestored(partition: number, assignment: id, records: records.suffix(1), now: b.now, into: &new)
+        #expect(new.drops == [.notNewer] && new.sends.isEmpty)
+        #expect(b.engine.totalLoad.incomplete == 0)
+
+        b.feed(makeEvent("e11", timestamp: 400, status: "later"))
+        new = []
+        b.engine.stateRestored(partition: number, assignment: id, records: records.suffix(1), now: b.now, into: &new)
+        #expect(new.isEmpty, "a second report of the same restore changes nothing")
+    }
+
+    @Test func anEndDeliveredBeforeTheHandoffStaysEnded() throws {
+        var a = Harness(configuration: Self.handingOver())
+        let start = try #require(a.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        a.complete(start)
+        a.advance(2 * sec)
+        let end = try #require(a.feed(makeEvent("x1", kind: .end, timestamp: 101)).sends.first)
+        let saved = a.complete(end).compactMap { if case let .saveState(record, _, _) = $0 { record } else { nil } }
+        #expect(saved.first?.ended == true)
+        var b = Self.nextOwner(restoring: saved, at: a.now)
+        #expect(b.feed(makeEvent("late", timestamp: 500, status: "after")).drops == [.afterEnd])
+    }
+
+    /// A delivered send's offsets complete only once its record is in the changelog.
+    @Test func offsetsWaitForTheSavedState() throws {
+        var a = Harness(configuration: Self.handingOver())
+        let send = try #require(a.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        let answered = a.complete(send)
+        guard case let .saveState(_, _, resolution)? = answered.first(where: { if case .saveState = $0 { true } else { false } }) else {
+            Issue.record("a delivered send saves its state: \(answered)")
+            return
+        }
+        #expect(a.engine.load(of: activityPartition)?.incomplete == 1)
+        a.engine.resolve(resolution)
+        #expect(a.engine.load(of: activityPartition)?.incomplete == 0)
+    }
+
+    /// Forgetting a target that has a record deletes the record (compaction then drops the key).
+    @Test func aForgottenTargetsRecordIsTombstoned() throws {
+        var configuration = Self.handingOver()
+        configuration.endedRetention = 60 * sec
+        var a = Harness(configuration: configuration)
+        a.advance(0)
+        for case let .saveState(_, _, resolution) in a.complete(try #require(a.feed(makeEvent("x1", kind: .end, timestamp: 100)).sends.first)) {
+            a.engine.resolve(resolution)
+        }
+        var tombstones: [String] = []
+        for _ in 0..<10 {
+            for case let .forgetState(key, partition) in a.advance(10 * sec) {
+                #expect(partition == 0)
+                tombstones.append(key)
+            }
+        }
+        #expect(tombstones == ["export-42"])
+    }
+}

@@ -1,0 +1,103 @@
+@testable import FanoutCore
+
+/// The state changelog (docs/design.md §11) as the simulated Kafka holds it, for the odd seeds
+/// (`EngineConfiguration.handoffState`): writes acknowledged in produce order and lost in a crash,
+/// restores reported a while after the assignment asked for them (sometimes after a later
+/// assignment, like token catch-ups). With it, a target's `TargetWatch` survives a handoff or a
+/// crash when its last send's state was acknowledged: the next owner must keep that target's
+/// min_interval, priority-10 budget, timestamp order and end as if nothing had moved.
+struct SimulatedChangelog {
+    /// Acknowledged records, per partition number and key.
+    var records: [Int32: [String: TargetHandoff]] = [:]
+    /// Writes produced and not yet acknowledged, in produce order; `sendSerial`: the target's send
+    /// count when the record was asked for (nil for a tombstone).
+    var writes: [(at: Nanoseconds, partition: Int32, key: String, record: TargetHandoff?, resolution: ResolutionID?, sendSerial: Int?)] = []
+    /// Restores under way, reported at `at`.
+    var restores: [(partition: Int32, assignment: AssignmentID, at: Nanoseconds)] = []
+    /// Activity partitions whose state was reported restored for their current assignment.
+    var restored: Set<PartitionID> = []
+    /// Sends started per target, and the targets whose latest send's state is acknowledged.
+    var sendSerials: [String: Int] = [:]
+    var lastSendSaved: Set<String> = []
+}
+
+extension Simulation {
+    var handsOverState: Bool { configuration.handoffState }
+
+    /// Carries out the changelog actions; false for any other action.
+    mutating func handleHandoff(_ action: EngineAction) throws -> Bool {
+        switch action {
+        case let .saveState(record, partition, resolution):
+            guard handsOverState, partition.topic == SimulatedWorkload.activityTopic else { throw fail("state saved for \(partition) without a changelog") }
+            guard record.key.isEmpty == false else { throw fail("state saved without a key") }
+            stats.stateSaves += 1
+            writeState(partition: partition.partition, key: record.key, record: record, resolution: resolution,
+                       sendSerial: changelog.sendSerials[record.key, default: 0])
+        case let .forgetState(key, partition):
+            guard handsOverState else { throw fail("state tombstone without a changelog") }
+            stats.stateTombstones += 1
+            writeState(partition: partition, key: key, record: nil, resolution: nil, sendSerial: nil)
+        case .restoreState:
+            break  // assign() schedules the restore
+        default:
+            return false
+        }
+        return true
+    }
+
+    private mutating func writeState(partition: Int32, key: String, record: TargetHandoff?, resolution: ResolutionID?, sendSerial: Int?) {
+        // A partition's produces are acknowledged in order: one queue, times never decreasing.
+        let at = max(now + random.between(1, random.chance(0.02) ? 20_000 : 100) * 1_000_000, changelog.writes.last?.at ?? .min)
+        changelog.writes.append((at, partition, key, record, resolution, sendSerial))
+    }
+
+    /// A send starts: until its state is acknowledged, the target's watch does not survive a handoff.
+    mutating func sendStarted(_ request: SendRequest) {
+        guard handsOverState else { return }
+        changelog.sendSerials[request.target, default: 0] += 1
+        changelog.lastSendSaved.remove(request.target)
+    }
+
+    /// Acknowledgements that came due, then restores that came due.
+    mutating func answerChangelog(into actions: inout [EngineAction]) {
+        while let write = changelog.writes.first, write.at <= now {
+            changelog.writes.removeFirst()
+            changelog.records[write.partition, default: [:]][write.key] = write.record
+            if let serial = write.sendSerial, serial == changelog.sendSerials[write.key, default: 0] { changelog.lastSendSaved.insert(write.key) }
+            if let resolution = write.resolution { engine.resolve(resolution) }
+        }
+        for index in changelog.restores.indices.reversed() where changelog.restores[index].at <= now {
+            let restore = changelog.restores.remove(at: index)
+            let partition = PartitionID(topic: SimulatedWorkload.activityTopic, partition: restore.partition)
+            if restore.assignment == currentAssignment[restore.partition] && assigned.contains(partition) && !closing.contains(partition) {
+                changelog.restored.insert(partition)
+            }
+            let records = (changelog.records[restore.partition] ?? [:]).sorted { $0.key < $1.key }.map(\.value)
+            stats.stateRestored += records.count
+            engine.stateRestored(partition: restore.partition, assignment: restore.assignment, records: records, now: now, into: &actions)
+        }
+    }
+
+    /// The assignment asked to restore `number`'s state: reported in a while.
+    mutating func scheduleRestore(_ number: Int32, assignment: AssignmentID) {
+        changelog.restores.append((number, assignment, now + random.between(0, random.chance(0.1) ? 20_000 : 1_500) * 1_000_000))
+    }
+
+    /// Whether `key`'s watch goes on under the partition's next owner (or the restarted worker).
+    func watchSurvivesHandoff(_ key: String) -> Bool {
+        handsOverState && changelog.lastSendSaved.contains(key) && (watches[key]?.inFlight ?? 0) == 0
+    }
+
+    /// The worker died: unacknowledged writes never happened, restores under way are gone.
+    mutating func changelogAfterCrash() {
+        changelog.writes = []
+        changelog.restores = []
+        changelog.restored = []
+    }
+
+    var nextChangelogTime: Nanoseconds? {
+        var next = changelog.writes.first?.at
+        for restore in changelog.restores { next = min(next ?? restore.at, restore.at) }
+        return next
+    }
+}
