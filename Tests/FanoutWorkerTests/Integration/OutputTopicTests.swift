@@ -30,13 +30,16 @@ extension WorkerIntegration {
             let expected = "cannot produce to \(IntegrationHarness.deadLetters): Broker: Topic authorization failed — grant the worker's Kafka principal write access to the topic; the offsets it covers stay uncommitted"
             #expect(worker.isReady().reasons.contains(expected), "\(worker.isReady().reasons)")
             // The rest of the partition is delivered; the commit point stays at the dead letter's offset.
+            // The fault refuses the delivered sends' fanout-state records too, so their offsets wait as well
+            // (docs/design.md §11): nothing of the partition is done until producing works again.
             try await harness.eventually("the last valid state on the device") {
                 harness.simulator.deviceView(token: token)?.contentState.contains("final") == true
             }
             let partition = PartitionID(topic: IntegrationHarness.updates, partition: 0)
-            try await harness.eventually("every offset but the dead letter's done") {
-                worker.core.state.withLock { $0.engine.load(of: partition)?.incomplete } == 1
+            try await harness.eventually("the state records of the delivered sends refused too") {
+                metrics.produceFailures.labels(IntegrationHarness.state, ProduceFailure.Kind.permanent.rawValue).value >= 1
             }
+            #expect(worker.core.state.withLock { $0.engine.load(of: partition)?.incomplete } == 3)
             #expect(try (harness.committed()[0] ?? nil) ?? 0 == 0)
             #expect(try harness.readAll(IntegrationHarness.deadLetters).isEmpty)
             let warnings = harness.logs.lines.filter { $0.contains("\"level\":\"warning\"") && $0.contains("cannot produce to \(IntegrationHarness.deadLetters)") }
