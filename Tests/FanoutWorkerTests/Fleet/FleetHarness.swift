@@ -33,9 +33,12 @@ final class FleetHarness: Sendable {
     /// Every worker process started, in order; the current one of worker i is the last named `w<i>…`.
     private let workerProcesses = Mutex<[(index: Int, process: FleetProcess)]>([])
     private let pidFile: String
+    private let stateChangelog: Bool
 
     /// - Parameter workers: how many worker configurations (and signing keys) to prepare.
-    init(partitions: Int = 12, workers: Int = 3) async throws {
+    /// - Parameter stateChangelog: false sets `kafka.topics.state` to "" (no state handoff), for comparison.
+    init(partitions: Int = 12, workers: Int = 3, stateChangelog: Bool = true) async throws {
+        self.stateChangelog = stateChangelog
         self.partitions = partitions
         scratch = FileManager.default.temporaryDirectory.appendingPathComponent("fanout-fleet-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
@@ -101,7 +104,7 @@ final class FleetHarness: Sendable {
     /// session timeout (the mock cluster holds every rebalance for about the session timeout).
     private func writeConfiguration(_ index: Int) throws {
         let config = """
-        {"kafka": {"bootstrap_servers": "\(bootstrap)", "group_id": "\(group)", "commit_interval": "500ms",
+        {"kafka": {"bootstrap_servers": "\(bootstrap)", "group_id": "\(group)", "commit_interval": "500ms",\(stateChangelog ? "" : " \"topics\": {\"state\": \"\"},")
                    "properties": {"session.timeout.ms": "6000", "max.poll.interval.ms": "7000", "heartbeat.interval.ms": "500"}},
          "apps": [{"bundle_id": "\(FleetWorkload.app)", "team_id": "\(Self.teamID)", "key_id": "\(Self.keyID(index))",
                    "key_path": "\(scratch)/w\(index).p8"}],

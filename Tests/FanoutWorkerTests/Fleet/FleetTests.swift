@@ -39,6 +39,23 @@ struct FleetTests {
         try await run.harness.eventually("w1 and w3 own every partition", timeout: .seconds(60)) { run.harness.settled([1, 3]) }
         try await run.waitUntilEveryPartitionDelivers(after: run.now, "with w1 and w3")
         try await Task.sleep(for: .seconds(2))
+        let figures = try await run.finish(event: event)
+        // An orderly handoff with the state changelog: the new owners restore every budget they take over.
+        #expect(figures.priority10Overspend == 0, "[SIGTERM] \(figures.priority10Overspend) priority-10 push(es) past a token's budget")
+    }
+
+    /// The same SIGTERM without the state changelog (`kafka.topics.state` ""): the figures to compare
+    /// with the run above — every target the new owners take over starts with a full bucket.
+    @Test(.timeLimit(.minutes(3)))
+    func sigtermOfOneWorkerWithoutTheStateChangelog() async throws {
+        let run = try await FleetRun("SIGTERM, no changelog", workers: [1, 2, 3], seed: 2, stateChangelog: false)
+        try await Task.sleep(for: .seconds(2))
+        let event = run.now
+        let (status, _) = try await run.harness.terminate(2)
+        #expect(status == 0, "w2 exit status \(status) on SIGTERM\n\(run.harness.worker(2).tail())")
+        try await run.harness.eventually("w1 and w3 own every partition", timeout: .seconds(60)) { run.harness.settled([1, 3]) }
+        try await run.waitUntilEveryPartitionDelivers(after: run.now, "with w1 and w3")
+        try await Task.sleep(for: .seconds(2))
         try await run.finish(event: event)
     }
 
