@@ -65,40 +65,53 @@ public final class KafkaProducer: Sendable {
     public func produce(topic: String, partition: Int32? = nil, key: [UInt8]?, value: [UInt8]?,
                         headers: [KafkaHeader] = [], timestampMilliseconds: Int64? = nil,
                         completion: @escaping Completion) throws {
+        try withOptionalBytes(key) { keyBytes in
+            try withOptionalBytes(value) { valueBytes in
+                try produce(topic: topic, partition: partition, keyBytes: keyBytes, valueBytes: valueBytes, headers: headers,
+                            timestampMilliseconds: timestampMilliseconds, completion: completion)
+            }
+        }
+    }
+
+    /// `produce` with key and value as bytes the caller keeps (librdkafka copies them before this
+    /// returns), so a caller producing many records can encode each into one reused buffer. A nil
+    /// value is a tombstone.
+    public func produce(topic: String, partition: Int32? = nil, keyBytes: UnsafeRawBufferPointer?, valueBytes: UnsafeRawBufferPointer?,
+                        headers: [KafkaHeader] = [], timestampMilliseconds: Int64? = nil,
+                        completion: @escaping Completion) throws {
         let box = Unmanaged.passRetained(DeliveryBox(completion))
         let headerList: OpaquePointer? = headers.isEmpty ? nil : Self.makeHeaders(headers)
         let error: OpaquePointer? = client.withHandle { handle in
             topic.withCString { topicName in
-                withOptionalBytes(key) { keyPointer, keyCount in
-                    withOptionalBytes(value) { valuePointer, valueCount in
-                        var args = [rd_kafka_vu_t](repeating: rd_kafka_vu_t(), count: 8)
-                        args[0].vtype = RD_KAFKA_VTYPE_TOPIC
-                        args[0].u.cstr = topicName
-                        args[1].vtype = RD_KAFKA_VTYPE_PARTITION
-                        args[1].u.i32 = partition ?? -1   // RD_KAFKA_PARTITION_UA
-                        args[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS
-                        args[2].u.i = RD_KAFKA_MSG_F_COPY
-                        args[3].vtype = RD_KAFKA_VTYPE_VALUE
-                        args[3].u.mem.ptr = valuePointer
-                        args[3].u.mem.size = valueCount
-                        args[4].vtype = RD_KAFKA_VTYPE_KEY
-                        args[4].u.mem.ptr = keyPointer
-                        args[4].u.mem.size = keyCount
-                        args[5].vtype = RD_KAFKA_VTYPE_OPAQUE
-                        args[5].u.ptr = box.toOpaque()
-                        var count = 6
-                        if let headerList {
-                            args[count].vtype = RD_KAFKA_VTYPE_HEADERS
-                            args[count].u.headers = headerList   // owned by the record on success only
-                            count += 1
-                        }
-                        if let timestampMilliseconds {
-                            args[count].vtype = RD_KAFKA_VTYPE_TIMESTAMP
-                            args[count].u.i64 = timestampMilliseconds
-                            count += 1
-                        }
-                        return rd_kafka_produceva(handle, args, count)
+                // On the stack: a heap array here was one allocation per record.
+                withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: 8) { args in
+                    args.initialize(repeating: rd_kafka_vu_t())
+                    args[0].vtype = RD_KAFKA_VTYPE_TOPIC
+                    args[0].u.cstr = topicName
+                    args[1].vtype = RD_KAFKA_VTYPE_PARTITION
+                    args[1].u.i32 = partition ?? -1   // RD_KAFKA_PARTITION_UA
+                    args[2].vtype = RD_KAFKA_VTYPE_MSGFLAGS
+                    args[2].u.i = RD_KAFKA_MSG_F_COPY
+                    args[3].vtype = RD_KAFKA_VTYPE_VALUE
+                    args[3].u.mem.ptr = valueBytes.flatMap { UnsafeMutableRawPointer(mutating: $0.baseAddress) }
+                    args[3].u.mem.size = valueBytes?.count ?? 0
+                    args[4].vtype = RD_KAFKA_VTYPE_KEY
+                    args[4].u.mem.ptr = keyBytes.flatMap { UnsafeMutableRawPointer(mutating: $0.baseAddress) }
+                    args[4].u.mem.size = keyBytes?.count ?? 0
+                    args[5].vtype = RD_KAFKA_VTYPE_OPAQUE
+                    args[5].u.ptr = box.toOpaque()
+                    var count = 6
+                    if let headerList {
+                        args[count].vtype = RD_KAFKA_VTYPE_HEADERS
+                        args[count].u.headers = headerList   // owned by the record on success only
+                        count += 1
                     }
+                    if let timestampMilliseconds {
+                        args[count].vtype = RD_KAFKA_VTYPE_TIMESTAMP
+                        args[count].u.i64 = timestampMilliseconds
+                        count += 1
+                    }
+                    return rd_kafka_produceva(handle, args.baseAddress, count)
                 }
             }
         }
@@ -175,11 +188,9 @@ public final class KafkaProducer: Sendable {
     }
 }
 
-private func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeMutableRawPointer?, Int) -> R) -> R {
-    guard let bytes else { return body(nil, 0) }
-    return bytes.withUnsafeBytes { buffer in
-        body(UnsafeMutableRawPointer(mutating: buffer.baseAddress), buffer.count)
-    }
+private func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) throws -> R) rethrows -> R {
+    guard let bytes else { return try body(nil) }
+    return try bytes.withUnsafeBytes { try body($0) }
 }
 
 /// One record's completion, retained as librdkafka's per-message opaque until its delivery report.

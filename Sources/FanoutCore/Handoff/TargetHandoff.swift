@@ -33,8 +33,14 @@ public struct TargetHandoff: Sendable, Hashable {
     /// The wire form (see the type's comment).
     public func encoded() -> [UInt8] {
         var bytes: [UInt8] = []
-        let appBytes = Array(app.utf8.prefix(Int(UInt16.max)))
-        bytes.reserveCapacity(Self.fixedSize + appBytes.count)
+        encode(into: &bytes)
+        return bytes
+    }
+
+    /// Appends the wire form to `bytes` (a buffer reused for many records allocates once).
+    public func encode(into bytes: inout [UInt8]) {
+        let appBytes = app.utf8.prefix(Int(UInt16.max))
+        bytes.reserveCapacity(bytes.count + Self.fixedSize + appBytes.count)
         bytes.append(Self.version)
         bytes.append(ended ? 1 : 0)
         Self.append(UInt64(bitPattern: lastSentTimestamp), to: &bytes)
@@ -49,7 +55,6 @@ public struct TargetHandoff: Sendable, Hashable {
         bytes.append(UInt8(appBytes.count & 0xff))
         bytes.append(UInt8(appBytes.count >> 8))
         bytes.append(contentsOf: appBytes)
-        return bytes
     }
 
     /// Reads the wire form of the record keyed `key`.

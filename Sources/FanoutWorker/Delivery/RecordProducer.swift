@@ -4,6 +4,21 @@ import FanoutKafka
 import Foundation
 import Synchronization
 
+/// One `saveStates` call's records: their resolutions, how many are unanswered, which failed (each
+/// goes on alone and is acknowledged by itself), and whom to tell.
+private final class StateBatch: Sendable {
+    let resolutions: [ResolutionID]
+    let remaining: Atomic<Int>
+    let failed = Mutex<Set<Int>>([])
+    let acknowledged: @Sendable ([ResolutionID]) -> Void
+
+    init(resolutions: [ResolutionID], acknowledged: @escaping @Sendable ([ResolutionID]) -> Void) {
+        self.resolutions = resolutions
+        self.acknowledged = acknowledged
+        remaining = Atomic(resolutions.count)
+    }
+}
+
 /// Produces the worker's output records — dead letters to `<source topic><dlq suffix>` and token
 /// feedback to the feedback topic — and tells the caller once Kafka acknowledged each, so only
 /// then may the offsets a record covers complete.
@@ -76,8 +91,67 @@ final class RecordProducer: Sendable {
         })
     }
 
-    /// Saves a delivered send's target state to the changelog (key: the activity key, in the partition
-    /// of the activity partition's number); `acknowledged` runs once Kafka has it.
+    /// Saves the target states of delivered sends to the changelog (each keyed by its activity key, in
+    /// the partition of its activity partition's number); `acknowledged` runs once with the resolutions
+    /// of the records Kafka has, when the last of the batch is answered. A record that fails is
+    /// retried on its own (`saveState`) and acknowledged by itself. Per record: its Kafka message and
+    /// completion only; values are encoded into one buffer, and health, metrics and the caller's lock
+    /// are touched once per batch.
+    func saveStates(_ saves: [(handoff: TargetHandoff, partition: Int32, resolution: ResolutionID)],
+                    acknowledged: @escaping @Sendable ([ResolutionID]) -> Void) {
+        guard !saves.isEmpty else { return }
+        let batch = StateBatch(resolutions: saves.map(\.resolution), acknowledged: acknowledged)
+        let topic = stateTopic
+        unacknowledged.add(saves.count, ordering: .relaxed)
+        var value: [UInt8] = []
+        for (index, save) in saves.enumerated() {
+            value.removeAll(keepingCapacity: true)
+            save.handoff.encode(into: &value)
+            let completion: KafkaProducer.Completion = { [self] result in
+                if case .failure(let error) = result { retrySave(save, batch: batch, index: index, error) }
+                finish(batch, topic: topic)
+            }
+            do {
+                var key = save.handoff.key
+                try key.withUTF8 { keyBytes in
+                    try value.withUnsafeBytes { valueBytes in
+                        try producer.produce(topic: topic, partition: save.partition, keyBytes: UnsafeRawBufferPointer(keyBytes),
+                                             valueBytes: valueBytes, completion: completion)
+                    }
+                }
+            } catch {
+                let failure = error as? KafkaError ?? KafkaError(.produce, reason: "\(error)")
+                retrySave(save, batch: batch, index: index, failure)
+                finish(batch, topic: topic)
+            }
+        }
+    }
+
+    /// One record of a batch failed: it leaves the batch and is produced again on its own.
+    private func retrySave(_ save: (handoff: TargetHandoff, partition: Int32, resolution: ResolutionID), batch: StateBatch, index: Int,
+                           _ error: KafkaError) {
+        _ = batch.failed.withLock { $0.insert(index) }
+        let failure = ProduceFailure(error)
+        metrics.produceFailures.labels(stateTopic, failure.kind.rawValue).increment()
+        noteFailure(topic: stateTopic, what: "state of \(save.handoff.key)", failure, error)
+        retryQueue.asyncAfter(deadline: .now() + ProduceHealth.retryDelay(after: failure.kind, attempt: 1, base: retryDelay).timeInterval) { [self] in
+            saveState(save.handoff, partition: save.partition) { [batch] in batch.acknowledged([save.resolution]) }
+        }
+    }
+
+    /// A record of the batch is answered; the last one acknowledges every record that succeeded.
+    private func finish(_ batch: StateBatch, topic: String) {
+        unacknowledged.subtract(1, ordering: .relaxed)
+        guard batch.remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        let failed = batch.failed.withLock { $0 }
+        let done = failed.isEmpty ? batch.resolutions : batch.resolutions.enumerated().filter { !failed.contains($0.offset) }.map(\.element)
+        guard !done.isEmpty else { return }
+        noteSuccess(topic: topic)
+        metrics.stateRecords.labels("saved").increment(by: UInt64(done.count))
+        batch.acknowledged(done)
+    }
+
+    /// Saves one target state (a batch's record produced again after a failure), retried until acknowledged.
     func saveState(_ handoff: TargetHandoff, partition: Int32, acknowledged: @escaping @Sendable () -> Void) {
         let value = handoff.encoded(), key = Array(handoff.key.utf8), topic = stateTopic
         produceReliably(topic: topic, what: "state of \(handoff.key)", attempt: 0, send: { [producer] completion in
@@ -114,7 +188,9 @@ final class RecordProducer: Sendable {
     }
 
     /// - Parameter attempt: retries made so far (0 for the first try).
-    private func produceReliably(topic: String, what: String, attempt: Int,
+    /// - Parameter what: names the record in a failure's log line; built only then (a state record is
+    ///   produced per delivered send).
+    private func produceReliably(topic: String, what: @autoclosure @escaping @Sendable () -> String, attempt: Int,
                                  send: @escaping @Sendable (@escaping KafkaProducer.Completion) throws -> Void,
                                  acknowledged: @escaping @Sendable () -> Void) {
         unacknowledged.add(1, ordering: .relaxed)
@@ -123,15 +199,15 @@ final class RecordProducer: Sendable {
             metrics.produceFailures.labels(topic, failure.kind.rawValue).increment()
             if stopped.load(ordering: .relaxed) {
                 log.error("record not produced before shutdown; its offsets stay uncommitted and will be replayed",
-                          ["record": .string(what), "error": .string(error.description)])
+                          ["record": .string(what()), "error": .string(error.description)])
                 unacknowledged.subtract(1, ordering: .relaxed)
                 return
             }
-            noteFailure(topic: topic, what: what, failure, error)
+            noteFailure(topic: topic, what: what(), failure, error)
             let delay = ProduceHealth.retryDelay(after: failure.kind, attempt: attempt + 1, base: retryDelay)
             retryQueue.asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
                 unacknowledged.subtract(1, ordering: .relaxed)
-                produceReliably(topic: topic, what: what, attempt: attempt + 1, send: send, acknowledged: acknowledged)
+                produceReliably(topic: topic, what: what(), attempt: attempt + 1, send: send, acknowledged: acknowledged)
             }
         }
         do {

@@ -14,6 +14,8 @@ extension WorkerCore {
         guard !initial.isEmpty else { return }
         var work = initial
         var index = 0
+        /// State records of this call's delivered sends, produced together after the loop.
+        var saves: [(handoff: TargetHandoff, partition: Int32, resolution: ResolutionID)] = []
         while index < work.count {
             let action = work[index]
             index += 1
@@ -50,10 +52,7 @@ extension WorkerCore {
             case .restoreState(let partition, let assignment):
                 partitionActions?.restoreState(partition, assignment: assignment)
             case .saveState(let handoff, let partition, let resolution):
-                records.saveState(handoff, partition: partition.partition) { [self] in
-                    state.withLock { $0.engine.resolve(resolution) }
-                    wakeTicker()
-                }
+                saves.append((handoff, partition.partition, resolution))
             case .forgetState(let key, let partition):
                 records.forgetState(key: key, partition: partition)
             case .pauseFetching(let partitions):
@@ -82,6 +81,14 @@ extension WorkerCore {
                 state.withLock { $0.failingLanes[lane] = nil }
                 metrics.apnsLaneFailing.labels(lane.rawValue).set(0)
                 log.info("APNs answers this lane again", ["lane": .string(lane.rawValue), "failed_for": .duration(.nanoseconds(after))])
+            }
+        }
+        if !saves.isEmpty {
+            records.saveStates(saves) { [self] resolutions in
+                state.withLock { state in
+                    for resolution in resolutions { state.engine.resolve(resolution) }
+                }
+                wakeTicker()
             }
         }
         wakeTicker()
