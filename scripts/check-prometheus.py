@@ -376,6 +376,16 @@ def check(url, seconds, dashboard, directory):
 
     every = prometheus.series(f'{{job=~"{WORKER_JOB}|{SIMULATOR_JOB}"}}')
     secrets = [line.strip() for line in open(os.path.join(directory, "secrets.txt")) if line.strip()]
+    problems = per_target_labels(every, secrets)
+    if problems:
+        fail("labels that look per-token or per-activity:\n  " + "\n  ".join(problems))
+    names = {s["__name__"] for s in every}
+    say(f"{len(every)} series of {len(names)} names from both targets: no label is per-token or per-activity")
+
+
+def per_target_labels(every, secrets):
+    """What in these series' labels looks per-token or per-activity: names, value shapes, this run's own
+    tokens, keys and channel ids, and labels with more values than a run of a few events can explain."""
     values, problems = {}, []
     for series in every:
         for label, value in series.items():
@@ -393,10 +403,7 @@ def check(url, seconds, dashboard, directory):
     for (name, label), seen in values.items():
         if len(seen) > MAX_VALUES_PER_LABEL:
             problems.append(f"{name}'s label {label!r} took {len(seen)} values in a run of a few events")
-    if problems:
-        fail("labels that look per-token or per-activity:\n  " + "\n  ".join(sorted(set(problems))))
-    names = {s["__name__"] for s in every}
-    say(f"{len(every)} series of {len(names)} names from both targets: no label is per-token or per-activity")
+    return sorted(set(problems))
 
 
 def main(argv):
