@@ -4,6 +4,7 @@ import Synchronization
 /// The control endpoint: plain HTTP/1.1 on loopback, one request per connection, served sequentially
 /// on its own thread. Routes:
 /// - `GET /health`, `GET /stats`, `GET /deliveries`, `GET /device?token=…` / `GET /device?channel=…`
+/// - `GET /metrics`: `/stats` as Prometheus text (`StatsExposition`)
 /// - `GET /faults`, `PUT /faults` (an `APNsSimulatorFaults` JSON; keys optional; `"outageForSeconds": n` starts an outage now)
 /// - `PUT /tokens/<token>` with `{"state": "valid" | "bad" | "unregistered", "timestamp": <ms>}`
 /// - `POST /channels` with `{"bundle-id": …, "message-storage-policy": 0 | 1}` → 201 `{"channel-id": …}`
@@ -96,8 +97,12 @@ final class ControlServer: Sendable {
         let parts = requestLine.split(separator: " ")
         guard parts.count >= 2 else { return respond(client, 400, text: "bad request line", deadline: deadline) }
         let body = Data(received[end..<min(received.count, end + contentLength)])
+        if parts[0] == "GET", parts[1] == "/metrics" || parts[1].hasPrefix("/metrics?"), let simulator {
+            let text = StatsExposition.render(simulator.stats())
+            return respond(client, 200, body: Data(text.utf8), contentType: StatsExposition.contentType, deadline: deadline)
+        }
         let (status, payload) = route(method: String(parts[0]), target: String(parts[1]), body: body)
-        respond(client, status, json: payload, deadline: deadline)
+        respond(client, status, body: payload, deadline: deadline)
     }
 
     /// Waits until `client` is ready for `events`; false once the deadline passed, `stop` was called or poll failed.
@@ -195,14 +200,14 @@ final class ControlServer: Sendable {
     }
 
     private func respond(_ client: Int32, _ status: Int, text: String, deadline: UInt64) {
-        respond(client, status, json: (try? JSONEncoder().encode(["error": text])) ?? Data(), deadline: deadline)
+        respond(client, status, body: (try? JSONEncoder().encode(["error": text])) ?? Data(), deadline: deadline)
     }
 
-    private func respond(_ client: Int32, _ status: Int, json: Data, deadline: UInt64) {
+    private func respond(_ client: Int32, _ status: Int, body: Data, contentType: String = "application/json", deadline: UInt64) {
         let reason = [200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 413: "Content Too Large", 500: "Internal Server Error",
                       503: "Service Unavailable"][status] ?? "Status"
-        var message = Data("HTTP/1.1 \(status) \(reason)\r\ncontent-type: application/json\r\ncontent-length: \(json.count)\r\nconnection: close\r\n\r\n".utf8)
-        message.append(json)
+        var message = Data("HTTP/1.1 \(status) \(reason)\r\ncontent-type: \(contentType)\r\ncontent-length: \(body.count)\r\nconnection: close\r\n\r\n".utf8)
+        message.append(body)
         message.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {

@@ -12,7 +12,7 @@ struct APNsSimCommand: Command {
 
     Serves APNs's device-push and broadcast API (HTTP/2 over TLS, ALPN h2) with Apple's request rules,
     a channel-management API on a second listener, and a plain-HTTP control endpoint on loopback
-    (/stats, /deliveries, /device?token=, /faults, /tokens/<token>, /channels, /flush). PUT /tokens/<token>
+    (/stats, /metrics, /deliveries, /device?token=, /faults, /tokens/<token>, /channels, /flush). PUT /tokens/<token>
     with {"state": "valid", "app": "<bundle id>"} makes a token valid for that app's topic only (other
     topics get 400 DeviceTokenNotForTopic); "bad" and "unregistered" answer 400 and 410.
     Prints the URLs and the CA file clients must trust, then runs until interrupted.
