@@ -1,7 +1,6 @@
 import FanoutCore
 import FanoutKafka
 import Foundation
-import Synchronization
 
 /// Restores handed-over target state (docs/design.md §11): for each `.restoreState` the engine asks
 /// for, reads partition p of the `fanout-state` changelog from the beginning up to the high watermark
@@ -21,11 +20,6 @@ final class StateRestorer: Sendable {
         case cancel(Int32)
     }
 
-    private struct State: Sendable {
-        var requests: [Request] = []
-        var running = true
-    }
-
     /// One partition being read: the watermark to reach, the assignment it is read for, and the newest
     /// record bytes per key so far (nil: tombstoned).
     private struct Reading {
@@ -37,8 +31,7 @@ final class StateRestorer: Sendable {
     private let reader: KafkaPartitionReader
     private let topic: String
     private let core: WorkerCore
-    private let state = Mutex(State())
-    private let finished = DispatchSemaphore(value: 0)
+    private let requests = RequestThread<Request>(name: "fanout-state")
 
     init(configuration: KafkaConfiguration, topic: String, core: WorkerCore) throws {
         reader = try KafkaPartitionReader(configuration: configuration, log: KafkaLogBridge.handler(core.log))
@@ -46,40 +39,23 @@ final class StateRestorer: Sendable {
         self.core = core
     }
 
-    func restore(_ partition: Int32, assignment: AssignmentID) { state.withLock { $0.requests.append(.restore(partition, assignment)) } }
+    func restore(_ partition: Int32, assignment: AssignmentID) { requests.enqueue(.restore(partition, assignment)) }
 
     /// The partition was revoked or lost before its state was read: stop reading it.
-    func cancel(_ partition: Int32) { state.withLock { $0.requests.append(.cancel(partition)) } }
+    func cancel(_ partition: Int32) { requests.enqueue(.cancel(partition)) }
 
-    func start() {
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        thread.name = "fanout-state"
-        thread.start()
-    }
+    func start() { requests.start { [self] in run() } }
 
     func stop() {
-        let wasRunning = state.withLock { state in
-            defer { state.running = false }
-            return state.running
-        }
-        guard wasRunning else { return }
-        finished.wait()
+        guard requests.stop() else { return }
         reader.close()
     }
 
     private func run() {
         var reading: [Int32: Reading] = [:]
         while true {
-            let requests: [Request]? = state.withLock { state in
-                guard state.running else { return nil }
-                defer { state.requests.removeAll() }
-                return state.requests
-            }
-            guard let requests else { return }
-            for request in requests {
+            guard let taken = requests.take() else { return }
+            for request in taken {
                 switch request {
                 case .restore(let partition, let assignment):
                     let tp = PartitionID(topic: topic, partition: partition)

@@ -1,7 +1,6 @@
 import FanoutCore
 import FanoutKafka
 import Foundation
-import Synchronization
 
 /// Follows partition p of `activity-tokens` for every owned partition p of `activity-updates`
 /// (docs/design.md §2, §5): reads it from the beginning on assignment, reports when it has caught up with
@@ -16,18 +15,12 @@ final class TokenFollower: Sendable {
         case unfollow(Int32)
     }
 
-    private struct State: Sendable {
-        var requests: [Request] = []
-        var running = true
-    }
-
     private let reader: KafkaPartitionReader
     private let topic: String
     private let core: WorkerCore
     /// Told once per follow request: (partition, the assignment the request was for).
     private let caughtUp: @Sendable (Int32, AssignmentID) -> Void
-    private let state = Mutex(State())
-    private let finished = DispatchSemaphore(value: 0)
+    private let requests = RequestThread<Request>(name: "fanout-tokens")
 
     init(configuration: KafkaConfiguration, topic: String, core: WorkerCore, caughtUp: @escaping @Sendable (Int32, AssignmentID) -> Void) throws {
         reader = try KafkaPartitionReader(configuration: configuration, log: KafkaLogBridge.handler(core.log))
@@ -36,26 +29,14 @@ final class TokenFollower: Sendable {
         self.caughtUp = caughtUp
     }
 
-    func follow(_ partition: Int32, assignment: AssignmentID) { state.withLock { $0.requests.append(.follow(partition, assignment)) } }
+    func follow(_ partition: Int32, assignment: AssignmentID) { requests.enqueue(.follow(partition, assignment)) }
 
-    func unfollow(_ partition: Int32) { state.withLock { $0.requests.append(.unfollow(partition)) } }
+    func unfollow(_ partition: Int32) { requests.enqueue(.unfollow(partition)) }
 
-    func start() {
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        thread.name = "fanout-tokens"
-        thread.start()
-    }
+    func start() { requests.start { [self] in run() } }
 
     func stop() {
-        let wasRunning = state.withLock { state in
-            defer { state.running = false }
-            return state.running
-        }
-        guard wasRunning else { return }
-        finished.wait()
+        guard requests.stop() else { return }
         reader.close()
     }
 
@@ -64,13 +45,8 @@ final class TokenFollower: Sendable {
         var catchingUp: [Int32: (high: Int64, assignment: AssignmentID)] = [:]
         var following = Set<Int32>()
         while true {
-            let requests: [Request]? = state.withLock { state in
-                guard state.running else { return nil }
-                defer { state.requests.removeAll() }
-                return state.requests
-            }
-            guard let requests else { return }
-            for request in requests {
+            guard let taken = requests.take() else { return }
+            for request in taken {
                 switch request {
                 case .follow(let partition, let assignment):
                     let tp = PartitionID(topic: topic, partition: partition)
