@@ -52,8 +52,11 @@ import Testing
             #expect(total.revokesWithSendsInFlight > 0 && total.losses > 0 && total.sendsWhileClosing > 0)
             #expect(total.commits > 0 && total.commitsRefused > 0 && total.commitsUnanswered > 0)
             #expect(total.staleCatchUps > 0 && total.lookups > 0 && total.fetchPauses > 0 && total.laneFailures > 0)
-            // The state changelog (odd seeds, issue 13): saved, deleted, restored, and budgets held across handoffs.
-            #expect(total.stateSaves > 0 && total.stateTombstones > 0 && total.stateRestored > 0 && total.watchesHandedOver > 0)
+            // The state changelog (odd seeds only, so only shards that hold some; issue 13): saved, deleted,
+            // restored, and budgets held across handoffs.
+            if seeds.contains(where: { $0 % 2 == 1 }) {
+                #expect(total.stateSaves > 0 && total.stateTombstones > 0 && total.stateRestored > 0 && total.watchesHandedOver > 0)
+            }
         }
     }
 
