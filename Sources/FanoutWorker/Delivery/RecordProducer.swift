@@ -4,6 +4,9 @@ import FanoutKafka
 import Foundation
 import Synchronization
 
+/// A delivered send's state to save, and the resolution its acknowledgement completes (`EngineAction.saveState`).
+typealias StateSave = (handoff: TargetHandoff, partition: Int32, resolution: ResolutionID)
+
 /// One `saveStates` call's records: their resolutions, how many are unanswered, which failed (each
 /// goes on alone and is acknowledged by itself), and whom to tell.
 private final class StateBatch: Sendable {
@@ -97,7 +100,7 @@ final class RecordProducer: Sendable {
     /// retried on its own (`saveState`) and acknowledged by itself. Per record: its Kafka message and
     /// completion only; values are encoded into one buffer, and health, metrics and the caller's lock
     /// are touched once per batch.
-    func saveStates(_ saves: [(handoff: TargetHandoff, partition: Int32, resolution: ResolutionID)],
+    func saveStates(_ saves: [StateSave],
                     acknowledged: @escaping @Sendable ([ResolutionID]) -> Void) {
         guard !saves.isEmpty else { return }
         let batch = StateBatch(resolutions: saves.map(\.resolution), acknowledged: acknowledged)
@@ -128,7 +131,7 @@ final class RecordProducer: Sendable {
     }
 
     /// One record of a batch failed: it leaves the batch and is produced again on its own.
-    private func retrySave(_ save: (handoff: TargetHandoff, partition: Int32, resolution: ResolutionID), batch: StateBatch, index: Int,
+    private func retrySave(_ save: StateSave, batch: StateBatch, index: Int,
                            _ error: KafkaError) {
         _ = batch.failed.withLock { $0.insert(index) }
         let failure = ProduceFailure(error)

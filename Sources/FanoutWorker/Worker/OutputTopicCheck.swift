@@ -35,14 +35,8 @@ enum OutputTopicCheck {
                                 timeout: Duration) throws(WorkerError) {
         guard !topics.state.isEmpty else { return }
         let create = "create it as a compacted topic (cleanup.policy=compact) with \(partitions) partitions, like \(topics.activityUpdates), or set kafka.topics.state to \"\" to start every target afresh on every handoff"
-        let count: Int
-        do {
-            count = try consumer.partitionCounts(of: [topics.state], timeout: timeout)[topics.state] ?? 0
-        } catch let error as KafkaError where error.code == .topicNotFound {
-            let problem = error.underlying == .unknownTopicOrPartition ? "does not exist on the cluster" : "cannot be used: \(error.underlying.message)"
-            throw WorkerError(.configuration, "kafka.topics.state: the state changelog '\(topics.state)' \(problem); \(create)")
-        } catch {
-            throw WorkerError.kafka(error, while: "reading topic metadata")
+        let count = try partitionCount(of: topics.state, using: consumer, timeout: timeout) { problem in
+            "kafka.topics.state: the state changelog '\(topics.state)' \(problem); \(create)"
         }
         guard count == partitions else {
             throw WorkerError(.configuration,
@@ -53,16 +47,24 @@ enum OutputTopicCheck {
     /// Blocking (one metadata request per output topic, each up to `timeout`).
     static func check(_ topics: FanoutConfiguration.Topics, using consumer: KafkaConsumer, timeout: Duration) throws(WorkerError) {
         for output in outputs(of: topics) {
-            do {
-                _ = try consumer.partitionCounts(of: [output.topic], timeout: timeout)
-            } catch let error as KafkaError where error.code == .topicNotFound {
-                let problem = error.underlying == .unknownTopicOrPartition
-                    ? "does not exist on the cluster" : "cannot be used: \(error.underlying.message)"
-                throw WorkerError(.configuration,
-                                  "kafka.topics: \(output.role), '\(output.topic)', \(problem); Fanout would hold back the offsets of \(output.consequence) until it can write there. Create '\(output.topic)' (any partition count) and grant the worker write access, or set \(output.setting) to the topic you use")
-            } catch {
-                throw WorkerError.kafka(error, while: "reading topic metadata")
+            _ = try partitionCount(of: output.topic, using: consumer, timeout: timeout) { problem in
+                "kafka.topics: \(output.role), '\(output.topic)', \(problem); Fanout would hold back the offsets of \(output.consequence) until it can write there. Create '\(output.topic)' (any partition count) and grant the worker write access, or set \(output.setting) to the topic you use"
             }
+        }
+    }
+
+    /// The topic's partition count; a topic that is missing or unusable is a configuration error whose
+    /// text `explain` writes around what is wrong with it ("does not exist on the cluster", …).
+    private static func partitionCount(of topic: String, using consumer: KafkaConsumer, timeout: Duration,
+                                       explain: (String) -> String) throws(WorkerError) -> Int {
+        do {
+            return try consumer.partitionCounts(of: [topic], timeout: timeout)[topic] ?? 0
+        } catch let error as KafkaError where error.code == .topicNotFound {
+            let problem = error.underlying == .unknownTopicOrPartition
+                ? "does not exist on the cluster" : "cannot be used: \(error.underlying.message)"
+            throw WorkerError(.configuration, explain(problem))
+        } catch {
+            throw WorkerError.kafka(error, while: "reading topic metadata")
         }
     }
 }

@@ -15,7 +15,7 @@ extension WorkerCore {
         var work = initial
         var index = 0
         /// State records of this call's delivered sends, produced together after the loop.
-        var saves: [(handoff: TargetHandoff, partition: Int32, resolution: ResolutionID)] = []
+        var saves: [StateSave] = []
         while index < work.count {
             let action = work[index]
             index += 1
