@@ -36,7 +36,11 @@ import Testing
         let topic = uniqueName("full")
         try cluster.createTopic(topic, partitions: 1)
         try cluster.setBrokerDown(1)
-        let producer = try KafkaProducer(configuration: cluster.configuration(["queue.buffering.max.messages": "2"]))
+        // The records must outlive the outage on a loaded runner: a long delivery timeout, and a short reconnect
+        // backoff so the producer finds the broker again soon after it is up (librdkafka's default waits up to 10 s).
+        let producer = try KafkaProducer(configuration: cluster.configuration(["queue.buffering.max.messages": "2",
+                                                                               "delivery.timeout.ms": "300000",
+                                                                               "reconnect.backoff.max.ms": "500"]))
         let failures = Mutex<[KafkaError]>([])
         for _ in 0..<2 {
             try producer.produce(topic: topic, key: nil, value: bytes("a")) { result in
@@ -54,7 +58,7 @@ import Testing
         }
         #expect(flushError?.code == .flushTimedOut)
         try cluster.setBrokerUp(1)
-        try await onThread { try producer.flush(timeout: .seconds(30)) }
+        try await onThread { try producer.flush(timeout: .seconds(120)) }
         #expect(failures.withLock { $0 }.isEmpty)
     }
 
