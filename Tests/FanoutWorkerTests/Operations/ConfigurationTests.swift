@@ -269,6 +269,16 @@ extension ConfigurationTests {
         #expect(typo.description.contains("did you mean \"engine.max_quiet\""))
     }
 
+    /// Found by the configuration fuzzer: an empty key was reported with an empty name (": unknown key").
+    @Test func anEmptyOrDottedUnknownKeyIsNamedQuoted() throws {
+        let fixture = try ConfigFixture()
+        let empty = try #require(loadError(try fixture.file(#""": [1]"#)))
+        #expect(empty.issues.map(\.key) == [#""""#])
+        #expect(empty.description.contains(#""": unknown key"#))
+        let dotted = try #require(loadError(try fixture.file(#""engine": {"a.b": 1, "new\nline": 2}"#)))
+        #expect(dotted.issues.map(\.key).sorted() == [#"engine."a.b""#, #"engine."new\u{a}line""#])
+    }
+
     @Test func unknownEnvironmentVariableIsNamed() throws {
         let fixture = try ConfigFixture()
         let error = try #require(loadError(try fixture.file(), ["FANOUT_APNS__ACTIVITY__CONECTIONS": "4"]))

@@ -294,8 +294,25 @@ final class ConfigReader {
             var message = "unknown key"
             if let suggestion = Self.closest(to: name, in: known) { message += " (did you mean \"\(key(suggestion))\"?)" }
             else { message += "; known keys here: " + known.joined(separator: ", ") }
-            context.issue(key(name), message, fields[name]!.source)
+            context.issue(key(Self.shown(name)), message, fields[name]!.source)
         }
+    }
+
+    /// A key as a problem names it: quoted when it is empty or holds more than letters, digits, `_` and `-`,
+    /// so `""` or `"a.b"` cannot read as no key or as a path.
+    static func shown(_ name: String) -> String {
+        let plain = !name.isEmpty && name.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }
+        if plain { return name }
+        var quoted = "\""
+        for scalar in name.unicodeScalars {
+            switch scalar {
+            case "\"": quoted += "\\\""
+            case "\\": quoted += "\\\\"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: quoted += "\\u{\(String(scalar.value, radix: 16))}"
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "\""
     }
 
     static func closest(to word: String, in candidates: [String]) -> String? {
