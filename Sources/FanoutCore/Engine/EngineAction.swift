@@ -40,6 +40,9 @@ public struct SendRequest: Sendable, Hashable {
     public var expiration: Int64
     /// The input offsets this send completes when delivered (all in `partition`).
     public var partition: PartitionID
+    /// The assignment of `partition` this send was decided under: the worker writes it only while
+    /// that assignment is still its own (`WritePermit`, docs/design.md §5).
+    public var assignment: AssignmentID
     public var coveredOffsets: [Int64]
     /// True when this send probes a paused app.
     public var isProbe: Bool
@@ -119,6 +122,10 @@ public enum EngineAction: Sendable, Hashable {
     case commit([CommitPoint])
     /// A revoked partition is drained and forgotten: commit `commit` (when given) before giving it up.
     case revokeDrained(PartitionID, commit: CommitPoint?)
+    /// This assignment of a partition is over (lost, drained, or given back and assigned again): a
+    /// send decided under it that is still queued must not be written (`SendRequest.assignment`).
+    /// Comes before the partition's `.revokeDrained`.
+    case assignmentEnded(AssignmentID)
     /// With `handoffState`: read partition `partition` of the state changelog from the beginning up to
     /// the high watermark seen at this request, then report what it holds with
     /// `stateRestored(partition:assignment:records:now:into:)` (sends wait for it).

@@ -10,7 +10,10 @@ extension FanoutEngine {
     /// gave the partition up, so a target first seen here sends no earlier than `now + min_interval`.
     public mutating func assign(_ partition: PartitionID, lane: Lane, now: Nanoseconds, into actions: inout [EngineAction]) {
         if let slot = partitionSlotByID[partition], partitions[Int(slot)]!.phase != .closing { return }  // already ours
-        if partitionSlotByID[partition] != nil { forget([partition]) }  // a closing one given back: start over
+        if let slot = partitionSlotByID[partition] {  // a closing one given back: start over
+            actions.append(.assignmentEnded(partitions[Int(slot)]!.assignment))
+            forget([partition])
+        }
         let slot = Int(assignSlot(partition, lane: lane))
         partitions[slot]!.assignedAt = now
         if lane == .activity {
@@ -78,6 +81,7 @@ extension FanoutEngine {
         for id in lost {
             guard let slot = partitionSlotByID[id], let state = partitions[Int(slot)] else { continue }
             if state.lane == .activity && state.phase != .closing { actions.append(.unfollowTokens(partition: id.partition)) }
+            actions.append(.assignmentEnded(state.assignment))
         }
         forget(lost)
     }
@@ -89,6 +93,7 @@ extension FanoutEngine {
         guard let state = partitions[Int(slot)], state.phase == .closing, state.isDrained || now >= state.drainBy else { return }
         let point = state.tracker.commitPoint.flatMap { $0 == state.committed ? nil : CommitPoint(partition: state.id, offset: $0) }
         forget([state.id])
+        actions.append(.assignmentEnded(state.assignment))
         actions.append(.revokeDrained(state.id, commit: point))
     }
 

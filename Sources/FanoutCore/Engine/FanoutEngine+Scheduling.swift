@@ -171,7 +171,8 @@ extension FanoutEngine {
             sendID: sendID, lane: targets[index].lane, target: targets[index].key, app: apps[Int(targets[index].appIndex)],
             destination: destination, environment: environment, priority: priority, event: event,
             staleDate: staleDate, dismissalDate: event.kind == .end ? event.dismissalDate : nil, expiration: expiration,
-            partition: partitions[Int(targets[index].partitionSlot)]!.id, coveredOffsets: update.offsets, isProbe: probing,
+            partition: partitions[Int(targets[index].partitionSlot)]!.id,
+            assignment: partitions[Int(targets[index].partitionSlot)]!.assignment, coveredOffsets: update.offsets, isProbe: probing,
             budgetDowngraded: budgetDowngraded)))
     }
 

@@ -81,7 +81,8 @@ struct Harness {
     mutating func assign(_ partition: PartitionID, lane: Lane = .activity, at: Nanoseconds? = nil, tokensRead: Bool = true) -> [EngineAction] {
         var new: [EngineAction] = []
         engine.assign(partition, lane: lane, now: at ?? now, into: &new)
-        if tokensRead, case let .followTokens(number, assignment)? = new.first {
+        let follow = new.first { if case .followTokens = $0 { true } else { false } }
+        if tokensRead, case let .followTokens(number, assignment)? = follow {
             engine.tokensCaughtUp(partition: number, assignment: assignment, now: now, into: &new)
         }
         actions += new

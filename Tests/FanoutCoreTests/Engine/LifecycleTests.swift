@@ -218,3 +218,44 @@ extension CommitTimingTests {
         #expect(!h.advance(5 * sec).contains { if case .commit = $0 { true } else { false } })
     }
 }
+
+/// Every end of an assignment is said (`.assignmentEnded`), so the worker withdraws the sends still
+/// queued under it; each send names the assignment it was decided under.
+@Suite struct AssignmentEndTests {
+    private func ended(_ actions: [EngineAction]) -> [AssignmentID] {
+        actions.compactMap { if case let .assignmentEnded(id) = $0 { id } else { nil } }
+    }
+
+    @Test func aSendNamesItsAssignmentAndALossEndsIt() throws {
+        var h = Harness()
+        let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        var actions: [EngineAction] = []
+        h.engine.lose([activityPartition], into: &actions)
+        #expect(ended(actions) == [send.assignment])
+    }
+
+    @Test func aDrainedRevokeEndsItsAssignmentBeforeHandingThePartitionBack() throws {
+        var h = Harness()
+        let send = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.revoke([activityPartition])
+        let answered = h.complete(send)
+        #expect(ended(answered) == [send.assignment])
+        let endIndex = try #require(answered.firstIndex { if case .assignmentEnded = $0 { true } else { false } })
+        let drainIndex = try #require(answered.firstIndex { if case .revokeDrained = $0 { true } else { false } })
+        #expect(endIndex < drainIndex)
+    }
+
+    @Test func aClosingPartitionGivenBackEndsTheOldAssignmentAndSendsUnderTheNewOne() throws {
+        var h = Harness()
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        h.revoke([activityPartition])
+        let again = h.assign(activityPartition)
+        #expect(ended(again) == [first.assignment])
+        h.register(tokenA, key: "export-42", at: 2)  // the new owner reads activity-tokens again
+        h.advance(60 * sec)
+        var sends = h.feed(makeEvent("e2", timestamp: 200, status: "b")).sends
+        sends += h.advance(60 * sec).sends
+        let second = try #require(sends.first)
+        #expect(second.assignment != first.assignment)
+    }
+}

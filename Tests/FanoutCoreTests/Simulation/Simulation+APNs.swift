@@ -27,6 +27,10 @@ extension Simulation {
         for action in actions {
             switch action {
             case let .send(request):
+                if endedAssignments.contains(request.assignment) {
+                    throw fail("send to \(request.target) under assignment \(request.assignment) of \(request.partition), which the engine had ended")
+                }
+                sendAssignment[request.partition] = request.assignment
                 try checkLifecycle(request)
                 try checkSend(request)
                 try checkLaneCapacity(request)
@@ -68,6 +72,8 @@ extension Simulation {
                 fetchPaused.formUnion(partitions)
             case let .resumeFetching(partitions):
                 fetchPaused.subtract(partitions)
+            case let .assignmentEnded(assignment):
+                guard endedAssignments.insert(assignment).inserted else { throw fail("assignment \(assignment) ended twice") }
             case let .revokeDrained(partition, point):
                 try finishRevoke(partition, commit: point)
             case .laneFailing:

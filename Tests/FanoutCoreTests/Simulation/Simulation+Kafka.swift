@@ -82,6 +82,9 @@ extension Simulation {
     }
 
     private mutating func giveUp(_ partition: PartitionID) throws {
+        if let last = sendAssignment.removeValue(forKey: partition), !endedAssignments.contains(last) {
+            throw fail("\(partition) was given up without its assignment \(last) ending: the worker would still write the sends it has queued")
+        }
         assigned.remove(partition)
         fetchPaused.remove(partition)
         tokensRead.remove(partition)

@@ -69,6 +69,11 @@ struct Simulation {
     var currentAssignment: [Int32: AssignmentID] = [:]
     /// Activity partitions whose tokens were reported read for their current assignment.
     var tokensRead: Set<PartitionID> = []
+    /// Assignments the engine said are over (`.assignmentEnded`): no send may name one, and a
+    /// partition given up must have its last sending assignment among them.
+    var endedAssignments: Set<AssignmentID> = []
+    /// The assignment each partition's latest send was decided under.
+    var sendAssignment: [PartitionID: AssignmentID] = [:]
     /// Revoked partitions the engine has not drained yet (no send may start for them).
     var closing: Set<PartitionID> = []
     /// Commits issued by the engine, answered at `at` (never, when the coordinator lost them).
@@ -310,6 +315,8 @@ struct Simulation {
         fetchPaused = []
         catchUps = []
         currentAssignment = [:]
+        endedAssignments = []  // a new process numbers its assignments afresh
+        sendAssignment = [:]
         tokensRead = []
         closing = []
         commitAnswers = []  // the new process never hears them; what Kafka stored stays stored
