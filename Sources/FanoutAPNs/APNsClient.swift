@@ -85,9 +85,12 @@ public final class APNsClient: Sendable {
     }
 
     /// Enqueues `request`; `completion` runs once on the client thread. Throws `.queueFull`,
-    /// `.shutDown` or `.unknownApp` without calling `completion`.
-    public func send(_ request: APNsRequest, completion: @escaping @Sendable (APNsResult) -> Void) throws(APNsClientError) {
-        try perform(request.http) { outcome in
+    /// `.shutDown` or `.unknownApp` without calling `completion`. With a `permit`, the configuration's
+    /// `writeGate` is asked just before the request is written; one it no longer admits completes
+    /// withdrawn (`isWithdrawn`), never written.
+    public func send(_ request: APNsRequest, permit: WritePermit? = nil,
+                     completion: @escaping @Sendable (APNsResult) -> Void) throws(APNsClientError) {
+        try perform(request.http, permit: permit) { outcome in
             switch outcome {
             case .success(let response): completion(response.result())
             case .failure(let error): completion(Self.result(for: error))
@@ -108,10 +111,10 @@ public final class APNsClient: Sendable {
     }
 
     /// The raw HTTP exchange (used by the channel-management client).
-    func perform(_ request: APNsHTTPRequest,
+    func perform(_ request: APNsHTTPRequest, permit: WritePermit? = nil,
                  completion: @escaping @Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void) throws(APNsClientError) {
         guard let credentials = configuration.credentials[request.bundleID] else { throw .unknownApp(request.bundleID) }
-        if try queue.append(Submission(request: request, credentials: credentials, completion: completion)) {
+        if try queue.append(Submission(request: request, credentials: credentials, permit: permit, completion: completion)) {
             engine.wakeup()
         }
     }
@@ -125,6 +128,14 @@ public final class APNsClient: Sendable {
             }
         }
         return try outcome.get()
+    }
+
+    /// Interrupts the client thread's wait: its `writeGate` opened again, so queued requests can go.
+    public func wake() { engine.wakeup() }
+
+    /// Whether `result` is of a request the `writeGate` withdrew: nothing was written, APNs never saw it.
+    public static func isWithdrawn(_ result: APNsResult) -> Bool {
+        result.status == nil && result.transportFailure == APNsClientError.withdrawn.description
     }
 
     /// Stops intake, waits for queued and in-flight requests to complete until `deadline`, then fails

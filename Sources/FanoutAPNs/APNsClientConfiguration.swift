@@ -54,6 +54,8 @@ public struct APNsClientConfiguration: Sendable {
     public var credentials: [String: APNsCredentials]
     /// Usually `.shared`, so every client in the process uses one JWT per key.
     public var tokenCache: ProviderTokenCache
+    /// Asked just before each request is written (the worker's send lease); nil: everything is written.
+    public var writeGate: (any WriteGate)? = nil
 
     public init(endpoint: Endpoint, credentials: [String: APNsCredentials], port: Int? = nil, connections: Int = 2,
                 maxConcurrentStreamsPerConnection: Int = 500, maxInFlight: Int = 1000, maxQueued: Int = 10_000,
@@ -141,6 +143,9 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The provider token (JWT) for this team and key cannot be signed: a configuration error
     /// (`reason` says why; it never contains the key or a token).
     case cannotSignProviderToken(teamID: String, keyID: String, reason: String)
+    /// Not written: the client's `WriteGate` no longer admits what the request was decided under
+    /// (the worker lost the partition it belongs to). Nothing went to APNs.
+    case withdrawn
 
     public var description: String {
         switch self {
@@ -152,6 +157,7 @@ public enum APNsClientError: Error, Sendable, Hashable, CustomStringConvertible 
         case .transportSetup(let text): "APNs transport setup: \(text)"
         case .cannotSignProviderToken(let teamID, let keyID, let reason):
             "cannot sign the APNs provider token for team \(teamID), key \(keyID): \(reason); check the .p8 key file, key id and team id"
+        case .withdrawn: "withdrawn before it was written: the ownership it was decided under is gone"
         }
     }
 }
@@ -164,7 +170,7 @@ extension APNsClientError {
         switch self {
         case .unknownApp(let bundle): .configError(reason: "no credentials for app \(bundle)", status: 0)
         case .cannotSignProviderToken, .badConfiguration: .configError(reason: description, status: 0)
-        case .queueFull, .shutDown, .curl, .transportSetup: .retry(reason: description, status: nil, after: nil)
+        case .queueFull, .shutDown, .curl, .transportSetup, .withdrawn: .retry(reason: description, status: nil, after: nil)
         }
     }
 }

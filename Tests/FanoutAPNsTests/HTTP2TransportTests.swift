@@ -8,15 +8,6 @@ import FanoutCrypto
 /// What only the nghttp2 transport does: PING upkeep and dead-connection detection, GOAWAY details,
 /// the server's stream limit, and clear TLS/ALPN failures.
 @Suite struct HTTP2TransportTests {
-    /// Polls `condition` every 20 ms until it holds or `limit` passes (a liveness bound, not a timing claim).
-    func eventually(within limit: Duration = .seconds(20), _ condition: () -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + limit
-        while ContinuousClock.now < end {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
 
     @Test func idleConnectionIsKeptWithPings() async throws {
         let harness = try SimulatorHarness()

@@ -5,6 +5,8 @@ import Synchronization
 struct Submission: Sendable {
     var request: APNsHTTPRequest
     var credentials: APNsCredentials
+    /// Checked against the client's `WriteGate` just before the request is written; nil: always written.
+    var permit: WritePermit? = nil
     /// Runs once on the transport thread: `.success` for anything that went to the transport (an HTTP
     /// response, or a transport failure inside the response), `.failure` when the request could not be
     /// sent for a reason retrying cannot fix (the provider token cannot be signed).

@@ -27,13 +27,15 @@ struct Dispatcher<Connection: PooledConnection> {
     let connections: [Connection]
     let maxInFlight: Int
     let tokenCache: ProviderTokenCache
+    let gate: (any WriteGate)?
     /// Scratch for one `dispatch`: the free slots of each connection, counted down as submissions are placed.
     private var free: [Int]
 
-    init(connections: [Connection], maxInFlight: Int, tokenCache: ProviderTokenCache) {
+    init(connections: [Connection], maxInFlight: Int, tokenCache: ProviderTokenCache, gate: (any WriteGate)?) {
         self.connections = connections
         self.maxInFlight = maxInFlight
         self.tokenCache = tokenCache
+        self.gate = gate
         free = Array(repeating: 0, count: connections.count)
     }
 
@@ -44,6 +46,10 @@ struct Dispatcher<Connection: PooledConnection> {
     /// The free slots are counted once, before anything is taken, and only as many submissions as
     /// there are free slots are taken: each is placed on a connection with a slot left in that count,
     /// so every submission taken has a connection (by construction, whatever `start` does).
+    ///
+    /// The `WriteGate` is asked here, the last step before a request goes on the wire: while it is
+    /// closed nothing is taken (returns false: no room, so the loop sleeps until woken); a submission
+    /// whose permit it no longer admits completes as `.withdrawn` without being written.
     mutating func dispatch(from queue: SubmissionQueue, into batch: inout [Submission], inFlight: Int, now: ContinuousClock.Instant,
                            start: (Submission, Connection, ProviderTokenCache.Token) -> Void) -> Bool {
         var slots = 0
@@ -53,9 +59,14 @@ struct Dispatcher<Connection: PooledConnection> {
         }
         let room = min(maxInFlight - inFlight, slots)
         guard room > 0 else { return false }
+        if let gate, !gate.isOpen() { return false }
         batch.removeAll(keepingCapacity: true)
         queue.take(upTo: room, into: &batch)
         for submission in batch {
+            if let permit = submission.permit, let gate, !gate.admits(permit) {
+                submission.completion(.failure(.withdrawn))
+                continue
+            }
             let token: ProviderTokenCache.Token
             do {
                 token = try tokenCache.token(for: submission.credentials)

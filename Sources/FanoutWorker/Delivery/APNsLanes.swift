@@ -43,8 +43,9 @@ final class APNsLanes: Sendable {
     /// Apps grouped by signing key ("team/keyID").
     private let signerOfApp: [String: String]
 
+    /// `gate` guards every push client (not channel management): the send lease (`SendGate`).
     init(settings: WorkerSettings, credentials: [String: APNsCredentials], tokenCache: ProviderTokenCache,
-         options: WorkerOptions) throws {
+         options: WorkerOptions, gate: (any WriteGate)? = nil) throws {
         custom = settings.usesCustomEndpoint(options: options)
         self.credentials = credentials
         self.tokenCache = tokenCache
@@ -66,8 +67,9 @@ final class APNsLanes: Sendable {
         for lane in Lane.allCases {
             for environment in lane == .activity && !custom ? [.production, .sandbox] : used {
                 for (signer, group) in bySigner {
-                    let configuration = settings.apnsClientConfiguration(lane: lane, environment: environment, credentials: group,
+                    var configuration = settings.apnsClientConfiguration(lane: lane, environment: environment, credentials: group,
                                                                          tokenCache: tokenCache, options: options)
+                    configuration.writeGate = gate
                     clients[ClientKey(lane: lane, environment: environment, signer: signer)] = try APNsClient(configuration: configuration)
                 }
             }
@@ -114,6 +116,9 @@ final class APNsLanes: Sendable {
     /// The client for a send: the token registration's environment when known (never another one:
     /// Apple rejects a token sent to the wrong environment as BadDeviceToken, which would drop a good
     /// token), else the app's.
+    /// Every push client (the ones `gate` guards).
+    var pushClients: [APNsClient] { Array(clients.values) }
+
     func client(lane: Lane, app: String, environment: APNsModel.APNsEnvironment?) -> APNsClient? {
         guard let signer = signerOfApp[app] else { return nil }
         let chosen: APNsModel.APNsEnvironment = custom ? .production : environment ?? appEnvironments[app] ?? .production

@@ -144,12 +144,15 @@ final class IntakeService: PartitionActions {
                 return
             }
             let batch: KafkaPollBatch
+            let began = ContinuousClock.now
             do {
                 batch = try consumer.poll(timeout: core.options.pollTimeout, maxMessages: core.options.maxPollRecords)
             } catch {
                 core.fail("the Kafka consumer failed, intake stopped (restart the worker): \(error)")
                 return
             }
+            // Its rebalance callbacks have run: a loss librdkafka raised before it began is in the engine.
+            core.gate.polled(startedAt: began)
             if !batch.commitAnswers.isEmpty { committed(commits.answered(batch.commitAnswers)) }
             for error in batch.errors {
                 if error.code == .commit { core.metrics.commits.labels("failed").increment() }
@@ -205,7 +208,9 @@ final class IntakeService: PartitionActions {
         while !core.isIdle && ContinuousClock.now < sendsBy {
             // Keep serving the group (heartbeats, callbacks); records that still arrive are not
             // taken: they were never received, so nothing is committed past them.
+            let began = ContinuousClock.now
             _ = try? consumer.poll(timeout: .milliseconds(20), maxMessages: 1)
+            core.gate.polled(startedAt: began)
         }
         if !core.isIdle {
             core.log.warning("shutdown timeout reached with sends or produces still outstanding; their offsets stay uncommitted and will be replayed")

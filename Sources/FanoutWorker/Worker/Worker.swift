@@ -49,9 +49,10 @@ public final class Worker: Sendable {
         }
         SigningKeyCheck.warnAboutExposedKeys(configuration.apps, log: log)
         let tokenCache = ProviderTokenCache(refreshInterval: configuration.apns.jwtRefreshInterval)
+        let gate = SendGate(sessionTimeout: SendGate.sessionTimeout(of: settings.kafka.properties), log: log, metrics: metrics)
         let lanes: APNsLanes
         do {
-            lanes = try APNsLanes(settings: settings, credentials: credentials, tokenCache: tokenCache, options: options)
+            lanes = try APNsLanes(settings: settings, credentials: credentials, tokenCache: tokenCache, options: options, gate: gate)
         } catch let error as APNsClientError {
             if case .badConfiguration = error { throw WorkerError(.configuration, "apns: \(error.description)") }
             throw WorkerError(.apns, "apns: \(error.description)")
@@ -64,7 +65,8 @@ public final class Worker: Sendable {
         } catch {
             throw WorkerError.kafka(error, while: "creating the producer")
         }
-        core = WorkerCore(settings: settings, log: log, metrics: metrics, options: options, lanes: lanes, producer: producer)
+        gate.guarding(lanes.pushClients)
+        core = WorkerCore(settings: settings, log: log, metrics: metrics, options: options, lanes: lanes, gate: gate, producer: producer)
         do {
             intake = try IntakeService(core: core)
         } catch {
@@ -129,6 +131,7 @@ public final class Worker: Sendable {
         }
         core.ticker.start(core: core)
         heap.start()
+        core.gate.start()
         log.info("worker started", ["group": .string(configuration.kafka.groupID),
                                     "group_instance_id": .string(configuration.kafka.groupInstanceID ?? "(none: dynamic member)"),
                                     "partitions": .int(updates), "apps": .string(configuration.apps.map(\.bundleID).joined(separator: ","))])
@@ -190,6 +193,7 @@ public final class Worker: Sendable {
         core.records.stop()
         core.ticker.stop()
         heap.stop()
+        core.gate.stop()
         await core.lanes.shutdown(deadline: min(deadline, .now + .seconds(1)))
         core.answers.stop()  // the answers of sends abandoned at shutdown are fed to the engine first
         admin?.stop()

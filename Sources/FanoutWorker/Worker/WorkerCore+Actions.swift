@@ -67,6 +67,8 @@ extension WorkerCore {
                     for point in points { state.retained[point.partition]?.prune(below: point.offset) }
                 }
                 partitionActions?.commit(points)
+            case .assignmentEnded(let assignment):
+                gate.ended(assignment)
             case .revokeDrained(let partition, let point):
                 state.withLock { $0.retained[partition] = nil }
                 partitionActions?.revokeDrained(partition, commit: point)

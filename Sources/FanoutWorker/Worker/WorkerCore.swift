@@ -30,6 +30,8 @@ final class WorkerCore: Sendable {
     let metrics: FanoutMetrics
     let clock: WorkerClock
     let lanes: APNsLanes
+    /// The send lease every push client asks before it writes (`SendGate`).
+    let gate: SendGate
     /// Dead letters and token feedback, each acknowledged by Kafka before its offsets complete.
     let records: RecordProducer
     let options: WorkerOptions
@@ -46,7 +48,7 @@ final class WorkerCore: Sendable {
     private let rejoins = Atomic<UInt64>(0)
 
     init(settings: WorkerSettings, log: Log, metrics: FanoutMetrics, options: WorkerOptions, lanes: APNsLanes,
-         producer: KafkaProducer) {
+         gate: SendGate, producer: KafkaProducer) {
         var engine = FanoutEngine(configuration: settings.engine)
         engine.reserveTrackingCapacity(settings.engine.maxTrackedTargets)
         state = Mutex(State(engine: engine))
@@ -55,6 +57,7 @@ final class WorkerCore: Sendable {
         self.metrics = metrics
         self.clock = options.clock
         self.lanes = lanes
+        self.gate = gate
         records = RecordProducer(producer: producer, topics: settings.configuration.kafka.topics, log: log, metrics: metrics,
                                  clock: options.clock, retryDelay: options.produceRetryDelay)
         self.options = options

@@ -58,7 +58,8 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             pool.append(try CurlConnection(index: index, configuration: configuration, now: now))
         }
         connections = pool
-        dispatcher = Dispatcher(connections: pool, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache)
+        dispatcher = Dispatcher(connections: pool, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache,
+                                gate: configuration.writeGate)
         waitFDs = .allocate(capacity: waitFDCapacity)
         batch.reserveCapacity(min(configuration.maxInFlight, 1024))
         done.reserveCapacity(256)

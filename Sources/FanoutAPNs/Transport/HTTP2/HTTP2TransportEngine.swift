@@ -65,7 +65,8 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
                 settings: settings, tlsContext: tlsContext, events: events, sink: sink,
                 counters: counters, resolver: resolver, readBuffer: readBuffer)
         }
-        dispatcher = Dispatcher(connections: connections, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache)
+        dispatcher = Dispatcher(connections: connections, maxInFlight: configuration.maxInFlight, tokenCache: configuration.tokenCache,
+                                gate: configuration.writeGate)
         batch.reserveCapacity(min(configuration.maxInFlight, 1024))
     }
 

@@ -32,6 +32,12 @@ public final class FanoutMetrics: Sendable {
     /// End reports of the transport that matched no request in flight (each ignored, never completing
     /// another request). Labels: lane.
     public let apnsUnmatchedEnds: CounterFamily
+    /// Times the process was found not to have run for half a session timeout (`SendGate`).
+    public let sendStalls: CounterFamily
+    /// 1 while no send is written after such a stall, else 0.
+    public let sendsHeld: GaugeFamily
+    /// Sends withdrawn before they were written: decided under an assignment that ended meanwhile. Labels: lane.
+    public let sendsWithdrawn: CounterFamily
     /// Sends made at priority 5 because the target's priority-10 budget was empty. Labels: lane.
     public let budgetDowngrades: CounterFamily
     /// Targets with a pending update or a send in flight. Labels: lane.
@@ -117,6 +123,9 @@ public final class FanoutMetrics: Sendable {
                                       labels: ["lane", "status", "reason"])
         apnsLatency = registry.histogram("fanout_apns_latency_seconds", help: "APNs request latency from send to response, by lane.",
                                          labels: ["lane"], buckets: Self.latencyBuckets)
+        sendStalls = registry.counter("fanout_send_stalls_total", help: "Times this process was found not to have run for half the consumer session timeout (stopped, swapped out, starved); each holds every send until a consumer poll has let librdkafka report what the group did meanwhile.")
+        sendsHeld = registry.gauge("fanout_sends_held", help: "1 while no send is written after a stall of the process (fanout_send_stalls_total), else 0.")
+        sendsWithdrawn = registry.counter("fanout_sends_withdrawn_total", help: "Sends withdrawn before they were written, by lane: decided under an assignment of their partition that ended meanwhile (lost, drained or given back); the next owner sends from the last commit.", labels: ["lane"])
         apnsUnmatchedEnds = registry.counter("fanout_apns_unmatched_ends_total", help: "End reports of the HTTP/2 transport that matched no request in flight, by lane: each is ignored (it never completes another request); any at all is a transport defect worth reporting.", labels: ["lane"])
         apnsInFlight = registry.gauge("fanout_apns_in_flight", help: "APNs streams in flight, by lane.", labels: ["lane"])
         apnsQueued = registry.gauge("fanout_apns_queued", help: "Sends waiting for an APNs stream, by lane.", labels: ["lane"])
@@ -164,11 +173,14 @@ public final class FanoutMetrics: Sendable {
         _ = heapFreeBytes.labels()
         for lane in ["activity", "broadcast"] {
             _ = apnsUnmatchedEnds.labels(lane)
+            _ = sendsWithdrawn.labels(lane)
             _ = apnsLaneFailing.labels(lane)
         }
         _ = residentMemoryBytes.labels()
         _ = ready.labels()
         _ = heapTrims.labels()
+        _ = sendStalls.labels()
+        _ = sendsHeld.labels()
         for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
         for kind in ["saved", "forgotten", "restored"] { _ = stateRecords.labels(kind) }
         let (sends, decisions, latency, downgrades) = (sends, eventDecisions, apnsLatency, budgetDowngrades)

@@ -1,0 +1,132 @@
+import FanoutAPNs
+import FanoutCore
+import Foundation
+import Synchronization
+
+/// The send lease executed (docs/design.md §5, "The send lease"): every APNs client of the worker asks
+/// this gate just before it writes a request. It carries out two decisions made elsewhere:
+/// - `SendLease` (pure): after this process did not run for half a session timeout, nothing is
+///   written until a consumer poll has let librdkafka report what the group did meanwhile;
+/// - the engine's `.assignmentEnded`: a send decided under an assignment that is over (the
+///   partition lost, drained, or given back) is withdrawn instead of written.
+///
+/// Reports of a running process come from a thread of its own (every `tickInterval`), from each
+/// client thread as it dispatches, and from the intake thread after every poll.
+final class SendGate: WriteGate {
+    static let tickInterval: Duration = .milliseconds(100)
+    /// Ended assignments remembered, newest first out last: a queued send is at most `apns.activity.max_queued`
+    /// sends old, far fewer rebalances than this.
+    static let endedCapacity = 4096
+
+    private struct State {
+        var lease: SendLease
+        var ended: Set<UInt64> = []
+        var endedOrder: [UInt64] = []
+        var endedNext = 0
+    }
+
+    private let state: Mutex<State>
+    private let origin = ContinuousClock.now
+    private let log: Log
+    private let metrics: FanoutMetrics
+    /// The clients to wake when the gate opens again; set once, before any send.
+    private let clients = Mutex<[APNsClient]>([])
+    private let stopped = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(false)
+
+    /// `sessionTimeout`: the consumer's `session.timeout.ms` (librdkafka's default 45 s when unset).
+    init(sessionTimeout: Duration, log: Log, metrics: FanoutMetrics) {
+        state = Mutex(State(lease: SendLease(sessionTimeout: Nanoseconds(sessionTimeout))))
+        self.log = log
+        self.metrics = metrics
+    }
+
+    static func sessionTimeout(of kafka: [String: String]) -> Duration {
+        .milliseconds(kafka["session.timeout.ms"].flatMap { Int($0) } ?? 45_000)
+    }
+
+    /// The clients this gate guards; called once, before the worker starts.
+    func guarding(_ clients: [APNsClient]) { self.clients.withLock { $0 = clients } }
+
+    var isHolding: Bool { state.withLock { $0.lease.isHolding } }
+
+    // MARK: WriteGate (client threads)
+
+    func isOpen() -> Bool {
+        let now = elapsed()
+        let (observation, threshold) = state.withLock { ($0.lease.ran(at: now), $0.lease.stallThreshold) }
+        switch observation {
+        case .open: return true
+        case .held: return false
+        case .stalled(let gap): stalled(gap, threshold: threshold); return false
+        }
+    }
+
+    func admits(_ permit: WritePermit) -> Bool {
+        state.withLock { !$0.ended.contains(permit.assignment) }
+    }
+
+    // MARK: Facts from the worker
+
+    /// The engine ended this assignment: its queued sends are withdrawn from now on.
+    func ended(_ assignment: AssignmentID) {
+        state.withLock { state in
+            guard state.ended.insert(assignment.rawValue).inserted else { return }
+            if state.endedOrder.count < Self.endedCapacity {
+                state.endedOrder.append(assignment.rawValue)
+            } else {
+                state.ended.remove(state.endedOrder[state.endedNext])
+                state.endedOrder[state.endedNext] = assignment.rawValue
+                state.endedNext = (state.endedNext + 1) % Self.endedCapacity
+            }
+        }
+    }
+
+    /// A consumer poll that began at `startedAt` returned (its rebalance callbacks ran inside it).
+    func polled(startedAt: ContinuousClock.Instant) {
+        let began = Nanoseconds(startedAt - origin), now = elapsed()
+        let (released, observation, threshold) = state.withLock { state in
+            let observation = state.lease.ran(at: now)
+            return (state.lease.pollReturned(startedAt: began, now: now), observation, state.lease.stallThreshold)
+        }
+        if case .stalled(let gap) = observation { stalled(gap, threshold: threshold) }
+        guard released else { return }
+        metrics.sendsHeld.labels().set(0)
+        log.info("the consumer group has had its say after the stall: queued sends go on (those of partitions lost meanwhile are withdrawn)")
+        for client in clients.withLock({ $0 }) { client.wake() }
+    }
+
+    // MARK: The ticking thread
+
+    func start() {
+        guard !running.exchange(true, ordering: .relaxed) else { return }
+        let thread = Thread { [self] in
+            while stopped.wait(timeout: .now() + Self.tickInterval.timeInterval) == .timedOut {
+                let now = elapsed()
+                let (observation, threshold) = state.withLock { ($0.lease.ran(at: now), $0.lease.stallThreshold) }
+                if case .stalled(let gap) = observation { stalled(gap, threshold: threshold) }
+            }
+            finished.signal()
+        }
+        thread.name = "fanout-lease"
+        thread.start()
+    }
+
+    func stop() {
+        guard running.exchange(false, ordering: .relaxed) else { return }
+        stopped.signal()
+        finished.wait()
+    }
+
+    // MARK: Internals
+
+    private func elapsed() -> Nanoseconds { Nanoseconds(ContinuousClock.now - origin) }
+
+    private func stalled(_ gap: Nanoseconds, threshold: Nanoseconds) {
+        metrics.sendStalls.labels().increment()
+        metrics.sendsHeld.labels().set(1)
+        log.warning("this process did not run for longer than half the session timeout (stopped, swapped out or starved): no send is written until the consumer group has had its say, so none goes out for a partition another member may own by now",
+                    ["stalled_for": .duration(.nanoseconds(gap)), "threshold": .duration(.nanoseconds(threshold))])
+    }
+}
