@@ -31,9 +31,7 @@ final class SendGate: WriteGate {
     private let metrics: FanoutMetrics
     /// The clients to wake when the gate opens again; set once, before any send.
     private let clients = Mutex<[APNsClient]>([])
-    private let stopped = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    private let running = Atomic<Bool>(false)
+    private let ticking = PeriodicThread(name: "fanout-lease", every: SendGate.tickInterval)
 
     /// `sessionTimeout`: the consumer's `session.timeout.ms` (librdkafka's default 45 s when unset).
     init(sessionTimeout: Duration, log: Log, metrics: FanoutMetrics) {
@@ -100,24 +98,14 @@ final class SendGate: WriteGate {
     // MARK: The ticking thread
 
     func start() {
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in
-            while stopped.wait(timeout: .now() + Self.tickInterval.timeInterval) == .timedOut {
-                let now = elapsed()
-                let (observation, threshold) = state.withLock { ($0.lease.ran(at: now), $0.lease.stallThreshold) }
-                if case .stalled(let gap) = observation { stalled(gap, threshold: threshold) }
-            }
-            finished.signal()
+        ticking.start { [self] in
+            let now = elapsed()
+            let (observation, threshold) = state.withLock { ($0.lease.ran(at: now), $0.lease.stallThreshold) }
+            if case .stalled(let gap) = observation { stalled(gap, threshold: threshold) }
         }
-        thread.name = "fanout-lease"
-        thread.start()
     }
 
-    func stop() {
-        guard running.exchange(false, ordering: .relaxed) else { return }
-        stopped.signal()
-        finished.wait()
-    }
+    func stop() { ticking.stop() }
 
     // MARK: Internals
 

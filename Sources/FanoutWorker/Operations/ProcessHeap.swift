@@ -48,33 +48,21 @@ public enum ProcessHeap {
 /// heap holds more than `ProcessHeap.trimThreshold` free bytes, so a trim (a pass over the free
 /// chunks, a few milliseconds with a large heap) never delays the engine's ticker or intake.
 final class HeapTrimmer: Sendable {
-    static let interval: DispatchTimeInterval = .seconds(1)
-    private let stopped = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    private let running = Atomic<Bool>(false)
+    static let interval: Duration = .seconds(1)
+    private let thread = PeriodicThread(name: "fanout-heap", every: HeapTrimmer.interval)
     private let metrics: FanoutMetrics
 
     init(metrics: FanoutMetrics) { self.metrics = metrics }
 
     func start() {
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in
-            while stopped.wait(timeout: .now() + Self.interval) == .timedOut {
-                let free = ProcessHeap.freeBytes
-                metrics.heapFreeBytes.labels().set(free)
-                if let resident = ProcessHeap.residentBytes { metrics.residentMemoryBytes.labels().set(resident) }
-                if free > ProcessHeap.trimThreshold, ProcessHeap.trim() { metrics.heapTrims.labels().increment() }
-            }
-            finished.signal()
+        thread.start { [metrics] in
+            let free = ProcessHeap.freeBytes
+            metrics.heapFreeBytes.labels().set(free)
+            if let resident = ProcessHeap.residentBytes { metrics.residentMemoryBytes.labels().set(resident) }
+            if free > ProcessHeap.trimThreshold, ProcessHeap.trim() { metrics.heapTrims.labels().increment() }
         }
-        thread.name = "fanout-heap"
-        thread.start()
     }
 
     /// Stops the thread and waits for it.
-    func stop() {
-        guard running.exchange(false, ordering: .relaxed) else { return }
-        stopped.signal()
-        finished.wait()
-    }
+    func stop() { thread.stop() }
 }
