@@ -71,6 +71,19 @@ public struct DedupeWindow: Sendable {
         return true
     }
 
+    /// Whether the digest is in the window (inserted among the last `capacity`), without inserting it.
+    public func contains(_ rawDigest: UInt64) -> Bool {
+        guard capacity > 0 else { return false }
+        let digest = rawDigest == 0 ? 1 : rawDigest
+        let oldestLive = inserted - capacity
+        var index = Self.home(digest, mask: mask)
+        while table[index].digest != 0 {
+            if table[index].digest == digest && table[index].stamp >= oldestLive { return true }
+            index = (index + 1) & mask
+        }
+        return false
+    }
+
     @inline(__always)
     private static func home(_ digest: UInt64, mask: Int) -> Int {
         Int(truncatingIfNeeded: (digest &* 0x9e37_79b9_7f4a_7c15) >> 32) & mask

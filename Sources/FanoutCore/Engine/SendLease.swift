@@ -49,9 +49,9 @@ public struct SendLease: Sendable, Hashable {
         return heldSince == nil ? .open : .held
     }
 
-    /// A consumer poll that began at `startedAt` returned at `now`. Returns true when it ends a hold.
-    public mutating func pollReturned(startedAt: Nanoseconds, now: Nanoseconds) -> Bool {
-        _ = ran(at: now)
+    /// A consumer poll that began at `startedAt` returned (report the poll thread's `ran` first: its
+    /// return may be what ends a stall). Returns true when it ends a hold.
+    public mutating func pollReturned(startedAt: Nanoseconds) -> Bool {
         guard let since = heldSince, startedAt >= since + settle else { return false }
         heldSince = nil
         return true

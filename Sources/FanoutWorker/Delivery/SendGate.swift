@@ -14,15 +14,14 @@ import Synchronization
 /// client thread as it dispatches, and from the intake thread after every poll.
 final class SendGate: WriteGate {
     static let tickInterval: Duration = .milliseconds(100)
-    /// Ended assignments remembered, newest first out last: a queued send is at most `apns.activity.max_queued`
-    /// sends old, far fewer rebalances than this.
+    /// Ended assignments remembered (the oldest forgotten first): a queued send is at most
+    /// `apns.activity.max_queued` sends old, far fewer rebalances than this.
     static let endedCapacity = 4096
 
     private struct State {
         var lease: SendLease
-        var ended: Set<UInt64> = []
-        var endedOrder: [UInt64] = []
-        var endedNext = 0
+        /// Assignments the engine ended, the newest `endedCapacity` of them.
+        var ended = DedupeWindow(capacity: SendGate.endedCapacity)
     }
 
     private let state: Mutex<State>
@@ -51,15 +50,7 @@ final class SendGate: WriteGate {
 
     // MARK: WriteGate (client threads)
 
-    func isOpen() -> Bool {
-        let now = elapsed()
-        let (observation, threshold) = state.withLock { ($0.lease.ran(at: now), $0.lease.stallThreshold) }
-        switch observation {
-        case .open: return true
-        case .held: return false
-        case .stalled(let gap): stalled(gap, threshold: threshold); return false
-        }
-    }
+    func isOpen() -> Bool { ran() == .open }
 
     func admits(_ permit: WritePermit) -> Bool {
         state.withLock { !$0.ended.contains(permit.assignment) }
@@ -69,27 +60,14 @@ final class SendGate: WriteGate {
 
     /// The engine ended this assignment: its queued sends are withdrawn from now on.
     func ended(_ assignment: AssignmentID) {
-        state.withLock { state in
-            guard state.ended.insert(assignment.rawValue).inserted else { return }
-            if state.endedOrder.count < Self.endedCapacity {
-                state.endedOrder.append(assignment.rawValue)
-            } else {
-                state.ended.remove(state.endedOrder[state.endedNext])
-                state.endedOrder[state.endedNext] = assignment.rawValue
-                state.endedNext = (state.endedNext + 1) % Self.endedCapacity
-            }
-        }
+        _ = state.withLock { $0.ended.insert(assignment.rawValue) }
     }
 
     /// A consumer poll that began at `startedAt` returned (its rebalance callbacks ran inside it).
     func polled(startedAt: ContinuousClock.Instant) {
-        let began = Nanoseconds(startedAt - origin), now = elapsed()
-        let (released, observation, threshold) = state.withLock { state in
-            let observation = state.lease.ran(at: now)
-            return (state.lease.pollReturned(startedAt: began, now: now), observation, state.lease.stallThreshold)
-        }
-        if case .stalled(let gap) = observation { stalled(gap, threshold: threshold) }
-        guard released else { return }
+        ran()
+        let began = Nanoseconds(startedAt - origin)
+        guard state.withLock({ $0.lease.pollReturned(startedAt: began) }) else { return }
         metrics.sendsHeld.labels().set(0)
         log.info("the consumer group has had its say after the stall: queued sends go on (those of partitions lost meanwhile are withdrawn)")
         for client in clients.withLock({ $0 }) { client.wake() }
@@ -98,23 +76,23 @@ final class SendGate: WriteGate {
     // MARK: The ticking thread
 
     func start() {
-        ticking.start { [self] in
-            let now = elapsed()
-            let (observation, threshold) = state.withLock { ($0.lease.ran(at: now), $0.lease.stallThreshold) }
-            if case .stalled(let gap) = observation { stalled(gap, threshold: threshold) }
-        }
+        ticking.start { [self] in ran() }
     }
 
     func stop() { ticking.stop() }
 
     // MARK: Internals
 
-    private func elapsed() -> Nanoseconds { Nanoseconds(ContinuousClock.now - origin) }
-
-    private func stalled(_ gap: Nanoseconds, threshold: Nanoseconds) {
+    /// Reports that this thread runs now; the first report after a stall logs and counts it.
+    @discardableResult
+    private func ran() -> SendLease.Observation {
+        let now = Nanoseconds(ContinuousClock.now - origin)
+        let (observation, threshold) = state.withLock { ($0.lease.ran(at: now), $0.lease.stallThreshold) }
+        guard case .stalled(let gap) = observation else { return observation }
         metrics.sendStalls.labels().increment()
         metrics.sendsHeld.labels().set(1)
         log.warning("this process did not run for longer than half the session timeout (stopped, swapped out or starved): no send is written until the consumer group has had its say, so none goes out for a partition another member may own by now",
                     ["stalled_for": .duration(.nanoseconds(gap)), "threshold": .duration(.nanoseconds(threshold))])
+        return observation
     }
 }

@@ -42,7 +42,6 @@ extension WorkerCore {
         let started = ContinuousClock.now
         do throws(APNsClientError) {
             try client.send(request, permit: WritePermit(assignment: send.assignment.rawValue)) { [self] result in
-                if APNsClient.isWithdrawn(result) { metrics.sendsWithdrawn.labels(send.lane.rawValue).increment() }
                 answers.add(AnswerQueue.Answer(send: send, outcome: result.outcome, result: result, latency: ContinuousClock.now - started), core: self)
             }
             return []
@@ -54,8 +53,11 @@ extension WorkerCore {
     /// Feeds answers to the engine under one lock and records them; returns the engine's actions.
     func complete(_ answers: some Collection<AnswerQueue.Answer>) -> [EngineAction] {
         for answer in answers {
-            // Withdrawn: never written, counted as such (`fanout_sends_withdrawn_total`), not as an APNs answer.
-            if let result = answer.result, APNsClient.isWithdrawn(result) { continue }
+            // Withdrawn: never written, counted as such, not as an APNs answer.
+            if let result = answer.result, APNsClient.isWithdrawn(result) {
+                metrics.sendsWithdrawn.labels(answer.send.lane.rawValue).increment()
+                continue
+            }
             if let latency = answer.latency { metrics.lane(answer.send.lane).latency.observe(latency) }
             record(answer.outcome, of: answer.send, result: answer.result, lane: answer.send.lane.rawValue)
         }

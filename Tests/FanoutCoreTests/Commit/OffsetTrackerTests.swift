@@ -115,6 +115,7 @@ extension DedupeWindowTests {
                 let digest = random.next() % UInt64(capacity * 3 + 2)
                 let stored = digest == 0 ? 1 : digest
                 let expected = !model.contains(stored)
+                #expect(window.contains(digest) == !expected)
                 #expect(window.insert(digest) == expected)
                 if expected {
                     model.append(stored)

@@ -31,12 +31,15 @@ import Testing
         #expect(lease.isHolding)
         #expect(lease.ran(at: 10_200 * ms) == .held)
         // A poll that was under way across the stall, and one that began too soon, release nothing.
-        let released1 = lease.pollReturned(startedAt: 50 * ms, now: 10_150 * ms)
+        _ = lease.ran(at: 10_150 * ms)  // the poll thread's own report
+        let released1 = lease.pollReturned(startedAt: 50 * ms)
         #expect(!released1)
-        let released2 = lease.pollReturned(startedAt: 10_300 * ms, now: 10_400 * ms)
+        _ = lease.ran(at: 10_400 * ms)  // the poll thread's own report
+        let released2 = lease.pollReturned(startedAt: 10_300 * ms)
         #expect(!released2)
         #expect(lease.ran(at: 11_000 * ms) == .held)
-        let released3 = lease.pollReturned(startedAt: 11_600 * ms, now: 11_700 * ms)
+        _ = lease.ran(at: 11_700 * ms)  // the poll thread's own report
+        let released3 = lease.pollReturned(startedAt: 11_600 * ms)
         #expect(released3)
         #expect(!lease.isHolding)
         #expect(lease.ran(at: 11_800 * ms) == .open)
@@ -46,7 +49,8 @@ import Testing
         var lease = SendLease(sessionTimeout: 6_000 * ms, settle: 1_500 * ms)
         _ = lease.ran(at: 0)
         // Nothing else ran: the poll thread is the first to see that 8 s went by.
-        let released4 = lease.pollReturned(startedAt: 0, now: 8_000 * ms)
+        _ = lease.ran(at: 8_000 * ms)  // the poll thread's own report
+        let released4 = lease.pollReturned(startedAt: 0)
         #expect(!released4)
         #expect(lease.isHolding)
         #expect(lease.heldSince == 8_000 * ms)
@@ -58,9 +62,11 @@ import Testing
         _ = lease.ran(at: 5_000 * ms)
         #expect(lease.ran(at: 9_000 * ms) == .stalled(4_000 * ms))
         #expect(lease.ran(at: 14_000 * ms) == .stalled(5_000 * ms))
-        let released5 = lease.pollReturned(startedAt: 10_600 * ms, now: 14_100 * ms)
+        _ = lease.ran(at: 14_100 * ms)  // the poll thread's own report
+        let released5 = lease.pollReturned(startedAt: 10_600 * ms)
         #expect(!released5, "began after the first stall's settle, before the second ended")
-        let released6 = lease.pollReturned(startedAt: 15_600 * ms, now: 15_700 * ms)
+        _ = lease.ran(at: 15_700 * ms)  // the poll thread's own report
+        let released6 = lease.pollReturned(startedAt: 15_600 * ms)
         #expect(released6)
     }
 
