@@ -113,12 +113,12 @@ final class APNsLanes: Sendable {
         }
     }
 
-    /// The client for a send: the token registration's environment when known (never another one:
-    /// Apple rejects a token sent to the wrong environment as BadDeviceToken, which would drop a good
-    /// token), else the app's.
     /// Every push client (the ones `gate` guards).
     var pushClients: [APNsClient] { Array(clients.values) }
 
+    /// The client for a send: the token registration's environment when known (never another one:
+    /// Apple rejects a token sent to the wrong environment as BadDeviceToken, which would drop a good
+    /// token), else the app's.
     func client(lane: Lane, app: String, environment: APNsModel.APNsEnvironment?) -> APNsClient? {
         guard let signer = signerOfApp[app] else { return nil }
         let chosen: APNsModel.APNsEnvironment = custom ? .production : environment ?? appEnvironments[app] ?? .production
