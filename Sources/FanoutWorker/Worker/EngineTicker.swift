@@ -16,6 +16,12 @@ final class EngineTicker: Sendable {
     /// Longest sleep: a safety net against a missed wake-up.
     static let maximumSleep: Nanoseconds = .milliseconds(500)
 
+    /// How long to sleep before `deadline`. The engine says "at once" with `Nanoseconds.min` (a
+    /// drained partition to give back, tombstones to hand out): `deadline - now` would overflow.
+    static func sleep(until deadline: Nanoseconds, now: Nanoseconds) -> Nanoseconds {
+        deadline <= now ? 0 : deadline - now
+    }
+
     func wake(ifEarlierThan deadline: Nanoseconds) {
         let current = scheduled.load(ordering: .relaxed)
         // While ticking (max) the thread reads the deadline afresh afterwards: no signal needed.
@@ -31,8 +37,7 @@ final class EngineTicker: Sendable {
                 let now = core.clock.now()
                 let next = min(core.nextDeadline() ?? (now + Self.maximumSleep), now + Self.maximumSleep)
                 scheduled.store(next, ordering: .relaxed)
-                let wait = max(0, next - now)
-                _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(wait)))
+                _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(Self.sleep(until: next, now: now))))
                 scheduled.store(Int64.max, ordering: .relaxed)
                 guard running.load(ordering: .relaxed) else { break }
                 core.tick()

@@ -3,8 +3,18 @@ import FanoutCore
 import FanoutKafka
 import Testing
 
-/// The worker's pure parts: retained records and the configuration mapping.
+/// The worker's pure parts: retained records, the ticker's sleep and the configuration mapping.
 struct WorkerPartsTests {
+    /// The engine's "at once" is `Nanoseconds.min`; a worker stopping with a drained partition
+    /// crashed here on `deadline - now` (arithmetic overflow) before this was computed apart.
+    @Test func theTickerSleepsNotAtAllForADeadlineDueAtOnceOrPast() {
+        #expect(EngineTicker.sleep(until: .min, now: 5_000_000_000) == 0)
+        #expect(EngineTicker.sleep(until: .min, now: -5) == 0)
+        #expect(EngineTicker.sleep(until: 4_000, now: 5_000) == 0)
+        #expect(EngineTicker.sleep(until: 5_000, now: 5_000) == 0)
+        #expect(EngineTicker.sleep(until: 5_250, now: 5_000) == 250)
+    }
+
     @Test func retainedMessagesFindByOffsetAndDropBelowTheCommitPoint() {
         var retained = RetainedMessages()
         for offset: Int64 in [3, 4, 7, 9] {
