@@ -19,6 +19,11 @@ final class IntakeService: PartitionActions {
         /// Per owned partition: highest offset read + 1, and the last committed offset (for the lag gauge).
         var readEnd: [PartitionID: Int64] = [:]
         var committedAt: [PartitionID: Int64] = [:]
+        /// For `/livez` (`ProgressWatch`): when the poll loop last returned, how often a committed
+        /// offset moved forward and how often the assignment changed.
+        var pollReturnedAt: Nanoseconds?
+        var commitAdvances: UInt64 = 0
+        var assignmentChanges: UInt64 = 0
         /// Owned partitions whose replay boundary the engine was told (`FanoutEngine.replayBoundary`).
         var boundaryReported: Set<PartitionID> = []
         /// Revokes the engine drained, with their final commit point, until the rebalance callback takes them.
@@ -105,6 +110,18 @@ final class IntakeService: PartitionActions {
 
     var isAssigned: Bool { state.withLock { !$0.owned.isEmpty } }
 
+    /// The intake's part of `/livez`'s facts: the poll loop's last return, records read and not
+    /// committed on owned partitions, and the counters of progress.
+    func progress() -> (pollReturnedAt: Nanoseconds?, uncommitted: Int64, commitAdvances: UInt64, assignmentChanges: UInt64) {
+        state.withLock { state in
+            var uncommitted: Int64 = 0
+            for (partition, end) in state.readEnd where state.owned.contains(partition) {
+                uncommitted += max(0, end - (state.committedAt[partition] ?? end))
+            }
+            return (state.pollReturnedAt, uncommitted, state.commitAdvances, state.assignmentChanges)
+        }
+    }
+
     private func waitUntilFinished() async {
         await withCheckedContinuation { continuation in
             let done = state.withLock { state -> Bool in
@@ -153,6 +170,8 @@ final class IntakeService: PartitionActions {
             }
             // Its rebalance callbacks have run: a loss librdkafka raised before it began is in the engine.
             core.gate.polled(startedAt: began)
+            let returnedAt = core.clock.now()
+            state.withLock { $0.pollReturnedAt = returnedAt }
             if !batch.commitAnswers.isEmpty { committed(commits.answered(batch.commitAnswers)) }
             for error in batch.errors {
                 if error.code == .commit { core.metrics.commits.labels("failed").increment() }
@@ -292,8 +311,9 @@ final class IntakeService: PartitionActions {
     /// A commit Kafka acknowledged: the lag gauge counts from it.
     private func committed(_ points: [CommitPoint]) {
         state.withLock { state in
-            for point in points {
-                if state.owned.contains(point.partition) { state.committedAt[point.partition] = point.offset }
+            for point in points where state.owned.contains(point.partition) {
+                if point.offset > state.committedAt[point.partition] ?? .min { state.commitAdvances += 1 }
+                state.committedAt[point.partition] = point.offset
             }
         }
     }
@@ -341,7 +361,10 @@ final class IntakeService: PartitionActions {
         core.metrics.rebalances.labels("assigned").increment(by: UInt64(partitions.count))
         core.assign(partitions)
         core.log.info("partitions assigned", ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])
-        state.withLock { $0.owned.formUnion(partitions) }
+        state.withLock { state in
+            state.owned.formUnion(partitions)
+            state.assignmentChanges += 1
+        }
     }
 
     /// The engine drains the revoked partitions (their sends in flight answered, bounded by
@@ -352,6 +375,7 @@ final class IntakeService: PartitionActions {
         commits.withdrawQueued()  // the engine holds commits until the rejoin settles (`FanoutEngine.revoke`)
         let (aborted, stopDeadline) = state.withLock { state in
             state.owned.subtract(partitions)
+            state.assignmentChanges += 1
             return (state.aborted, state.stopDeadline)
         }
         forgetLag(partitions)
@@ -410,7 +434,10 @@ final class IntakeService: PartitionActions {
         commits.withdrawQueued()  // the engine holds commits until the rejoin settles (`FanoutEngine.lose`)
         core.metrics.rebalances.labels("lost").increment(by: UInt64(partitions.count))
         forgetLag(partitions)
-        state.withLock { $0.owned.subtract(partitions) }
+        state.withLock { state in
+            state.owned.subtract(partitions)
+            state.assignmentChanges += 1
+        }
         core.lose(partitions)
         core.log.warning("partitions lost without an orderly handoff; their state is dropped uncommitted",
                          ["partitions": .string(partitions.sorted().map(\.description).joined(separator: ","))])

@@ -23,6 +23,12 @@ public final class Worker: Sendable {
         func withLock<R>(_ body: (inout Phase) throws -> R) rethrows -> R { try value.withLock { try body(&$0) } }
     }
 
+    /// The `/livez` judge, shared by the admin server's requests.
+    private final class WatchBox: Sendable {
+        let value: Mutex<ProgressWatch>
+        init(_ watch: ProgressWatch) { value = Mutex(watch) }
+    }
+
     public let configuration: FanoutConfiguration
     let core: WorkerCore
     let intake: IntakeService
@@ -30,6 +36,7 @@ public final class Worker: Sendable {
     private let phase = PhaseBox()
     private let log: Log
     private let heap: HeapTrimmer
+    private let watch: WatchBox
 
     public init(configuration: FanoutConfiguration, log: Log, metrics: FanoutMetrics, options: WorkerOptions = WorkerOptions()) throws {
         guard !configuration.apps.isEmpty else {
@@ -72,14 +79,16 @@ public final class Worker: Sendable {
         } catch {
             throw WorkerError.kafka(error, while: "creating the consumer")
         }
+        watch = WatchBox(ProgressWatch(window: Nanoseconds(configuration.admin.livenessWindow), startedAt: core.clock.now()))
         if options.adminServer {
-            let core = core, intake = intake, phase = phase
+            let core = core, intake = intake, phase = phase, watch = watch
             admin = AdminServer(settings: configuration.admin, routes: AdminRoutes(
                 metrics: {
                     _ = Worker.readiness(phase: phase, intake: intake, core: core)  // refreshes fanout_ready for this scrape
                     return metrics.registry.render()
                 },
                 readiness: { Worker.readiness(phase: phase, intake: intake, core: core) },
+                liveness: { Worker.liveness(phase: phase, intake: intake, core: core, watch: watch) },
                 target: { key in core.snapshot(key: key)?.json() }), log: log)
         } else {
             admin = nil
@@ -167,6 +176,9 @@ public final class Worker: Sendable {
     /// `/readyz`: assigned partitions, APNs reachable, no app stopped by a configuration error.
     public func isReady() -> Readiness { Self.readiness(phase: phase, intake: intake, core: core) }
 
+    /// `/livez`: whether the worker still makes progress (`ProgressWatch`).
+    public func liveness() -> Liveness { Self.liveness(phase: phase, intake: intake, core: core, watch: watch) }
+
     /// The admin server's bound port (nil when not started or disabled).
     public var adminPort: Int? {
         guard let admin, admin.boundPort != 0 else { return nil }
@@ -198,6 +210,17 @@ public final class Worker: Sendable {
         core.answers.stop()  // the answers of sends abandoned at shutdown are fed to the engine first
         admin?.stop()
         phase.withLock { $0 = .stopped }
+    }
+
+    /// `/livez`: the facts of now, judged by the worker's `ProgressWatch`.
+    private static func liveness(phase: PhaseBox, intake: IntakeService, core: WorkerCore, watch: WatchBox) -> Liveness {
+        let progress = intake.progress()
+        let stopping = phase.withLock { phase in phase == .stopping || phase == .stopped }
+        let facts = ProgressFacts(pollReturnedAt: progress.pollReturnedAt, uncommitted: progress.uncommitted,
+                                  commitAdvances: progress.commitAdvances, assignmentChanges: progress.assignmentChanges,
+                                  excuses: core.outsideProblems(), failure: core.failureReason, stopping: stopping)
+        let now = core.clock.now()
+        return watch.value.withLock { $0.judge(facts, now: now) }
     }
 
     private static func readiness(phase: PhaseBox, intake: IntakeService, core: WorkerCore) -> Readiness {

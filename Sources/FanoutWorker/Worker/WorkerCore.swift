@@ -307,9 +307,18 @@ final class WorkerCore: Sendable {
     /// Reasons the worker cannot deliver right now: paused apps, failing lanes and output topics
     /// that cannot be produced to.
     func deliveryProblems() -> [String] {
+        let failed = failureReason.map { ["worker failed: \($0)"] } ?? []
+        return failed + outsideProblems()
+    }
+
+    /// Why the worker failed for good, if it did (`fail`).
+    var failureReason: String? { failure.withLock { $0.reason } }
+
+    /// What holds delivery back that a restart would not cure: apps paused by a configuration error,
+    /// lanes failing, output topics not writable.
+    func outsideProblems() -> [String] {
         let now = clock.now()
-        let failed = failure.withLock { $0.reason }.map { ["worker failed: \($0)"] } ?? []
-        return failed + state.withLock { state in
+        return state.withLock { state in
             state.pausedApps.sorted { $0.key < $1.key }.map { "app \($0.key): \($0.value)" }
                 + state.failingLanes.sorted { $0.key.rawValue < $1.key.rawValue }.map { lane, failure in
                     "every APNs send on the \(lane.rawValue) lane has failed for \((now - failure.since) / Nanoseconds.nanosecondsPerSecond) s (last: \(failure.reason))"

@@ -10,7 +10,7 @@ public struct WorkerOptions: Sendable {
     public var apnsBaseURL: String?
     /// Extra CA (PEM) to trust for `apnsBaseURL` when the configuration has none.
     public var apnsCAFile: String?
-    /// Start the admin HTTP server (`/metrics`, `/healthz`, `/readyz`, `/debug/targets/<key>`).
+    /// Start the admin HTTP server (`/metrics`, `/healthz`, `/readyz`, `/livez`, `/debug/targets/<key>`).
     public var adminServer: Bool
     /// How long a revoke waits for the revoked partitions' in-flight sends before committing.
     /// Keep it well under `max.poll.interval.ms`: the wait runs inside the rebalance callback.

@@ -65,6 +65,7 @@ func get(port: Int, host: String = "127.0.0.1", _ path: String, method: String =
 
 final class ReadinessBox: Sendable {
     let state = Mutex(Readiness(isReady: false, reasons: ["no partitions assigned", "app \"com.example.a\": InvalidProviderToken"]))
+    let liveness = Mutex(Liveness.stuck("12 record(s) uncommitted and no committed offset advanced for 601 s"))
 }
 
 final class Fixture: Sendable {
@@ -78,6 +79,7 @@ final class Fixture: Sendable {
         server = AdminServer(host: "127.0.0.1", port: 0, routes: AdminRoutes(
             metrics: { metrics.registry.render() },
             readiness: { ready.state.withLock { $0 } },
+            liveness: { ready.liveness.withLock { $0 } },
             target: { key in key == "export 42/a" ? #"{"key":"export 42/a","pending":true}"# : nil }),
             limits: limits)
     }
@@ -111,6 +113,14 @@ final class Fixture: Sendable {
         let nowReady = try get(port: port, "/readyz")
         #expect(nowReady.status == 200)
         #expect(nowReady.body == #"{"ready":true,"reasons":[]}"#)
+
+        let stuck = try get(port: port, "/livez")
+        #expect(stuck.status == 503)
+        #expect(stuck.body == #"{"alive":false,"reason":"12 record(s) uncommitted and no committed offset advanced for 601 s"}"#)
+        fixture.ready.liveness.withLock { $0 = .alive("nothing waits to be committed") }
+        let alive = try get(port: port, "/livez")
+        #expect(alive.status == 200)
+        #expect(alive.body == #"{"alive":true,"reason":"nothing waits to be committed"}"#)
 
         let target = try get(port: port, "/debug/targets/export%2042%2Fa")
         #expect(target.status == 200)
@@ -180,7 +190,7 @@ final class Fixture: Sendable {
         // test frees is an ephemeral port that a parallel test's listener or outgoing connection can take
         // in the instant between stop and the rebind (CI failed that way once).
         let host = "127.77.\(UInt8.random(in: 1...254)).\(UInt8.random(in: 1...254))"
-        let routes = AdminRoutes(metrics: { "" }, readiness: { .ready }, target: { _ in nil })
+        let routes = AdminRoutes(metrics: { "" }, readiness: { .ready }, liveness: { .alive("idle") }, target: { _ in nil })
         let server = AdminServer(host: host, port: 0, routes: routes)
         let port = try server.start()
         #expect(try get(port: port, host: host, "/healthz").status == 200)
@@ -196,7 +206,7 @@ final class Fixture: Sendable {
     }
 
     @Test func unusableHostIsAClearError() {
-        let server = AdminServer(host: "not a host name", port: 0, routes: AdminRoutes(metrics: { "" }, readiness: { .ready }, target: { _ in nil }))
+        let server = AdminServer(host: "not a host name", port: 0, routes: AdminRoutes(metrics: { "" }, readiness: { .ready }, liveness: { .alive("idle") }, target: { _ in nil }))
         #expect(throws: AdminServer.StartError.self) { try server.start() }
     }
 }

@@ -297,6 +297,20 @@ extension ConfigurationTests {
         #expect(try FanoutConfiguration.load(path: try fixture.file(), environment: ["FANOUT_APNS__JWT_REFRESH_INTERVAL": "20m"]).apns.jwtRefreshInterval == .seconds(1200))
     }
 
+    /// `/livez` must not take a worker waiting on a backed-off retry for a stuck one.
+    @Test func aLivenessWindowShorterThanTheLongestLegitimateWaitIsRefused() throws {
+        let fixture = try ConfigFixture()
+        let error = try #require(loadError(try fixture.file(#""admin": {"liveness_window": "5m"}"#)))
+        #expect(error.issues.map(\.key) == ["admin.liveness_window"])
+        #expect(error.description.contains("engine.backoff_cap"), "\(error)")
+        #expect(error.description.contains("5m30s"), "\(error)")  // backoff_cap 5m + token_wait 30s
+        #expect(try keys(fixture, #""engine": {"backoff_cap": "1m"}"#, ["FANOUT_ADMIN__LIVENESS_WINDOW": "1m"]) == ["admin.liveness_window"])
+        let loaded = try FanoutConfiguration.load(path: try fixture.file(#""engine": {"backoff_cap": "1m"}"#),
+                                                  environment: ["FANOUT_ADMIN__LIVENESS_WINDOW": "2m"])
+        #expect(loaded.admin.livenessWindow == .seconds(120))
+        #expect(try FanoutConfiguration.load(path: try fixture.file()).admin.livenessWindow == .seconds(600))
+    }
+
     @Test func missingKeyFileNamesThePath() throws {
         let fixture = try ConfigFixture()
         let error = try #require(loadError(try fixture.file(), ["FANOUT_APPS__0__KEY_PATH": "/nonexistent/AuthKey.p8"]))

@@ -55,9 +55,12 @@ import Testing
     @Test func readinessAndUnknownTargetsNeverShowAWholeToken() {
         let routes = AdminRoutes(metrics: { "" },
                                  readiness: { Readiness(isReady: false, reasons: ["app com.example.a: APNs 400 \(Self.token) \(Self.jwt)"]) },
+                                 liveness: { .alive("1 record(s) wait on: app com.example.a: APNs 400 \(Self.token) \(Self.jwt)") },
                                  target: { _ in nil })
         let ready = String(decoding: routes.respond(to: AdminRequest(method: "GET", path: "/readyz")).body, as: UTF8.self)
         #expect(Self.hasNoSecret(ready) && ready.contains("APNs 400 9a8b7c6d…(64) <jwt redacted>"), "\(ready)")
+        let live = String(decoding: routes.respond(to: AdminRequest(method: "GET", path: "/livez")).body, as: UTF8.self)
+        #expect(Self.hasNoSecret(live) && live.contains("APNs 400 9a8b7c6d…(64) <jwt redacted>"), "\(live)")
         let unknown = String(decoding: routes.respond(to: AdminRequest(method: "GET", path: "/debug/targets/\(Self.token)")).body,
                              as: UTF8.self)
         #expect(Self.hasNoSecret(unknown) && unknown.contains("9a8b7c6d…(64)"), "\(unknown)")

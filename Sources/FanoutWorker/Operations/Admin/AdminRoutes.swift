@@ -22,14 +22,18 @@ public struct AdminRoutes: Sendable {
     /// Body of `/metrics` (Prometheus text).
     public var metrics: @Sendable () -> String
     public var readiness: @Sendable () -> Readiness
+    /// `/livez`: whether the worker still makes progress (`ProgressWatch`).
+    public var liveness: @Sendable () -> Liveness
     /// JSON describing one target (activity key or channel id), or nil when unknown (→ 404).
     public var target: @Sendable (String) -> String?
 
     public init(metrics: @escaping @Sendable () -> String,
                 readiness: @escaping @Sendable () -> Readiness,
+                liveness: @escaping @Sendable () -> Liveness,
                 target: @escaping @Sendable (String) -> String?) {
         self.metrics = metrics
         self.readiness = readiness
+        self.liveness = liveness
         self.target = target
     }
 
@@ -56,6 +60,12 @@ public struct AdminRoutes: Sendable {
             }
             body += "]}"
             return .json(state.isReady ? 200 : 503, body)
+        case "/livez":
+            let state = liveness()
+            var body = "{\"alive\":\(state.isAlive),\"reason\":"
+            JSONString.append(Redact.text(state.reason), to: &body)
+            body += "}"
+            return .json(state.isAlive ? 200 : 503, body)
         default:
             if request.path.hasPrefix(Self.targetPrefix) {
                 let key = String(request.path.dropFirst(Self.targetPrefix.count))
@@ -66,7 +76,7 @@ public struct AdminRoutes: Sendable {
                 body += "}"
                 return .json(404, body)
             }
-            return .json(404, "{\"error\":\"not found\",\"routes\":[\"/metrics\",\"/healthz\",\"/readyz\",\"/debug/targets/<key>\"]}")
+            return .json(404, "{\"error\":\"not found\",\"routes\":[\"/metrics\",\"/healthz\",\"/readyz\",\"/livez\",\"/debug/targets/<key>\"]}")
         }
     }
 }

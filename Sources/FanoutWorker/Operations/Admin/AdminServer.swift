@@ -5,7 +5,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// The admin HTTP/1.1 server: `/metrics`, `/healthz`, `/readyz`, `/debug/targets/<key>`.
+/// The admin HTTP/1.1 server: `/metrics`, `/healthz`, `/readyz`, `/livez`, `/debug/targets/<key>`.
 ///
 /// Threading: one dedicated accept thread (blocking `poll`/`accept`, never Swift's cooperative pool)
 /// and a private concurrent queue for connections. At most `maxConnections` are served at once;

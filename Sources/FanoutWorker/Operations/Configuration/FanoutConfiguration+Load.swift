@@ -81,7 +81,7 @@ extension FanoutConfiguration {
         let engine = readEngine(root.child("engine"))
         let backpressure = readBackpressure(root.child("backpressure"))
         let shutdownTimeout = root.duration("shutdown_timeout", default: .seconds(20), range: .seconds(1)...(.seconds(600)))
-        let admin = readAdmin(root.child("admin"))
+        let admin = readAdmin(root.child("admin"), engine: engine)
         let logLevel = root.choice("log_level", default: LogLevel.info)
         return FanoutConfiguration(kafka: kafka, apps: apps, apns: apns, engine: engine, backpressure: backpressure,
                                    shutdownTimeout: shutdownTimeout, admin: admin, logLevel: logLevel, knobs: [])
@@ -279,12 +279,24 @@ extension FanoutConfiguration {
         return b
     }
 
-    private static func readAdmin(_ r: ConfigReader) -> Admin {
+    /// `liveness_window` must outlast what the engine may wait for with records uncommitted and no
+    /// commit moving (a retry backed off to `backoff_cap`, a token awaited for `token_wait`, a minor
+    /// update held for `max_quiet`), or `/livez` would restart a worker that is only waiting.
+    private static func readAdmin(_ r: ConfigReader, engine: Engine) -> Admin {
+        let liveness = r.duration("liveness_window", default: .seconds(600), range: .seconds(10)...(.seconds(24 * 3600)),
+                                  why: " (/livez answers 503 when records wait uncommitted and no committed offset moved for this long)")
+        let longestWait = engine.backoffCap + max(engine.tokenWait, engine.maxQuiet)
+        if liveness <= longestWait {
+            r.context.issue(r.key("liveness_window"),
+                            "\(DurationText.format(liveness)) is not longer than engine.backoff_cap plus the longer of engine.token_wait and engine.max_quiet (\(DurationText.format(longestWait))): /livez would take a worker waiting on a backed-off retry for a stuck one; make it longer",
+                            r.source(of: "liveness_window"))
+        }
         let a = Admin(host: r.string("host", default: "127.0.0.1"),
                       port: r.int("port", default: 9180, range: 0...65535),
                       maxConnections: r.int("max_connections", default: 16, range: 1...1024),
                       readTimeout: r.duration("read_timeout", default: .seconds(5), range: .milliseconds(100)...(.seconds(300))),
-                      maxRequestBytes: r.int("max_request_bytes", default: 8192, range: 512...(1024 * 1024), unit: " bytes"))
+                      maxRequestBytes: r.int("max_request_bytes", default: 8192, range: 512...(1024 * 1024), unit: " bytes"),
+                      livenessWindow: liveness)
         r.finish()
         return a
     }

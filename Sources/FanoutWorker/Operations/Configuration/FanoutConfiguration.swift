@@ -211,6 +211,9 @@ public struct FanoutConfiguration: Sendable, Equatable {
         public var maxConnections: Int
         public var readTimeout: Duration
         public var maxRequestBytes: Int
+        /// `/livez` answers 503 when records wait uncommitted and no committed offset moved for this
+        /// long with nothing reported to explain it (`ProgressWatch`).
+        public var livenessWindow: Duration
     }
 
     /// The budget for a target of `app` on `lane`-style use: broadcast, frequent or standard.
