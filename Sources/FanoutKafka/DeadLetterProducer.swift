@@ -41,7 +41,15 @@ public final class DeadLetterProducer: Sendable {
         return (deadLetterTopic(for: message.topic), message.key, message.value, headers)
     }
 
-    /// The record produced when the whole one is too large: key and Fanout's headers only.
+    /// W3C trace context headers (`traceparent`, `tracestate`) a dead letter keeps even without the
+    /// rest of the original, bounded (a `tracestate` is at most 512 characters by the W3C rules).
+    static func traceContext(of message: KafkaMessage) -> [KafkaHeader] {
+        message.headers.filter { header in
+            (header.name == "traceparent" || header.name == "tracestate") && (header.value?.count ?? 0) <= 512
+        }.prefix(2).map { $0 }
+    }
+
+    /// The record produced when the whole one is too large: key, Fanout's headers and the trace context only.
     public func valuelessRecord(for message: KafkaMessage, reason: String, detail: String?, refusal: KafkaError)
         -> (topic: String, key: [UInt8]?, value: [UInt8]?, headers: [KafkaHeader]) {
         let originalBytes = (message.value?.count ?? 0)
@@ -54,6 +62,7 @@ public final class DeadLetterProducer: Sendable {
                        KafkaHeader(name: Self.sourceHeader, string: "\(message.topic)/\(message.partition)/\(message.offset)"),
                        KafkaHeader(name: Self.detailHeader, string: detail.map { String(Redact.text($0).prefix(1024)) + "; " + note } ?? note),
                        KafkaHeader(name: Self.originalBytesHeader, string: String(originalBytes))]
+            + Self.traceContext(of: message)
         return (deadLetterTopic(for: message.topic), message.key.map { Array($0.prefix(Self.valuelessKeyLimit)) }, nil, headers)
     }
 

@@ -63,6 +63,8 @@ public struct TokenFeedback: Sendable, Hashable {
     public var apnsTimestampMillis: Int64?
     /// When Fanout saw it (UNIX seconds).
     public var observedAt: Int64
+    /// The input records the send covered: their trace contexts go on the record (docs/design.md §12).
+    public var sources: [EventSource] = []
 }
 
 /// Events to produce to the dead-letter topic.

@@ -49,7 +49,8 @@ extension FanoutEngine {
                 actions.append(.feedback(TokenFeedback(
                     resolution: resolution, key: targets[index].key, token: token, app: apps[Int(appIndex)],
                     status: status, reason: reason, apnsTimestampMillis: apnsTimestampMillis,
-                    observedAt: now / Int64.nanosecondsPerSecond)))
+                    observedAt: now / Int64.nanosecondsPerSecond,
+                    sources: sources(send.update.offsets, partitionSlot: send.partitionSlot))))
             case .channel:
                 targets[index].channelPolicy = .unknown  // a channel created again later is asked anew
                 actions.append(.deadLetter(DeadLetter(

@@ -37,6 +37,17 @@ struct InFlightStore: Sendable {
         count += 1
     }
 
+    /// The send with this id, left in place; nil for an unknown id.
+    func send(_ id: UInt64) -> InFlightSend? {
+        guard id != 0 else { return nil }
+        var index = home(id)
+        while ids[index] != id {
+            guard ids[index] != 0 else { return nil }
+            index = (index + 1) & mask
+        }
+        return sends[Int(entries[index])]
+    }
+
     /// Moves the send out; nil for an unknown id.
     mutating func remove(_ id: UInt64) -> InFlightSend? {
         guard id != 0 else { return nil }

@@ -29,6 +29,12 @@ public struct TargetSnapshot: Sendable, Hashable {
     public var tokenPrefix: String?
     public var appPausedReason: String?
     public var nextTimer: Nanoseconds?
+    /// The partition the target's events come from (nil once it was revoked), and the offsets its
+    /// pending state and its send in flight cover there, oldest first: what the worker reads the
+    /// events' trace contexts from (docs/design.md §12).
+    public var partition: PartitionID?
+    public var pendingEventOffsets: [Int64] = []
+    public var inFlightEventOffsets: [Int64] = []
 }
 
 extension FanoutEngine {
@@ -53,6 +59,9 @@ extension FanoutEngine {
             waitingForTokenSince: target.tokenWaitSince >= 0 ? target.tokenWaitSince : nil,
             tokenPrefix: token.map { $0.token.redacted },
             appPausedReason: paused[target.appIndex]?.reason,
-            nextTimer: target.timerAt == .max ? nil : target.timerAt)
+            nextTimer: target.timerAt == .max ? nil : target.timerAt,
+            partition: partitions[Int(target.partitionSlot)]?.id,
+            pendingEventOffsets: update?.offsets ?? [],
+            inFlightEventOffsets: inFlight.send(target.inFlightSendID)?.update.offsets ?? [])
     }
 }

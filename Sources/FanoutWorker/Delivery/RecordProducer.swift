@@ -84,10 +84,11 @@ final class RecordProducer: Sendable {
     }
 
     /// Produces a token feedback record keyed by the activity key; `acknowledged` runs once Kafka has it.
-    func feedback(_ feedback: TokenFeedback, acknowledged: @escaping @Sendable () -> Void) {
+    /// `headers`: the trace contexts of the events the send covered (`EventTraces.headers`).
+    func feedback(_ feedback: TokenFeedback, headers: [KafkaHeader], acknowledged: @escaping @Sendable () -> Void) {
         let value = Self.feedbackValue(feedback), key = Array(feedback.key.utf8), topic = feedbackTopic
         produceReliably(topic: topic, what: "token feedback for \(feedback.key)", attempt: 0, send: { [producer] completion in
-            try producer.produce(topic: topic, key: key, value: value, completion: completion)
+            try producer.produce(topic: topic, key: key, value: value, headers: headers, completion: completion)
         }, acknowledged: { [metrics] in
             metrics.feedbackRecords.labels(feedback.app, feedback.reason).increment()
             acknowledged()

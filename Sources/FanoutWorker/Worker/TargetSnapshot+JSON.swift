@@ -5,7 +5,9 @@ extension TargetSnapshot {
     /// The JSON body of `/debug/targets/<key>`. Times are UNIX nanoseconds as the engine keeps them;
     /// the token appears only redacted, and every text (the key and a paused app's reason come from
     /// outside) goes through `Redact.text`.
-    func json() -> String {
+    /// `pending_traces` and `in_flight_traces` list the `traceparent` of every event the pending state
+    /// and the send in flight cover (at most `EventTraces.maxLinks` each, the newest).
+    func json(pendingTraces: EventTraces = EventTraces([]), inFlightTraces: EventTraces = EventTraces([])) -> String {
         var out = "{\"lane\":\"\(lane.rawValue)\",\"key\":"
         JSONString.append(Redact.text(key), to: &out)
         out += ",\"app\":"
@@ -32,6 +34,16 @@ extension TargetSnapshot {
         text("token_prefix", tokenPrefix)
         text("app_paused_reason", appPausedReason)
         field("next_timer", nextTimer)
+        func traces(_ name: String, _ traces: EventTraces) {
+            out += ",\"\(name)\":["
+            for (index, trace) in traces.traces.enumerated() {
+                if index > 0 { out += "," }
+                out += "\"\(trace.header)\""  // validated lowercase hex and dashes: nothing to escape or redact
+            }
+            out += "]"
+        }
+        traces("pending_traces", pendingTraces)
+        traces("in_flight_traces", inFlightTraces)
         out += "}"
         return out
     }

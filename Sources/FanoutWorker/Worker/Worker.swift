@@ -89,7 +89,7 @@ public final class Worker: Sendable {
                 },
                 readiness: { Worker.readiness(phase: phase, intake: intake, core: core) },
                 liveness: { Worker.liveness(phase: phase, intake: intake, core: core, watch: watch) },
-                target: { key in core.snapshot(key: key)?.json() }), log: log)
+                target: { key in core.snapshot(key: key).map { $0.target.json(pendingTraces: $0.pending, inFlightTraces: $0.inFlight) } }), log: log)
         } else {
             admin = nil
         }

@@ -34,7 +34,12 @@ extension WorkerCore {
                 case .afterEnd, .endedBeforeStart: .afterEnd
                 }
                 metrics.lane(lane).decision(decision).increment()
-                state.withLock { $0.summary.dropped[reason.rawValue, default: 0] += 1 }
+                let traces = state.withLock { state in
+                    state.summary.dropped[reason.rawValue, default: 0] += 1
+                    return log.isEnabled(.trace) ? EventTraces(offsets: [source.offset], in: state.retained[source.partition]) : EventTraces([])
+                }
+                log.log(.trace, "event dropped", ["reason": .string(reason.rawValue), "source": .string(source.description)],
+                        more: traces.logFields)
             case .pauseApp(let app, let reason):
                 state.withLock { $0.pausedApps[app] = reason }
                 metrics.appBlocked.labels(app).set(1)

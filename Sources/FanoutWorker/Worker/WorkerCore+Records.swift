@@ -53,8 +53,9 @@ extension WorkerCore {
                 metrics.lane(lane(of: message.topic)).decision(.deadLettered).increment()
             }
         }
-        log.info("events dead-lettered", ["reason": .string(letter.reason.rawValue), "detail": .string(letter.detail),
-                                          "key": .string(letter.target), "count": .int(messages.count)])
+        log.log(.info, "events dead-lettered", ["reason": .string(letter.reason.rawValue), "detail": .string(letter.detail),
+                                                "key": .string(letter.target), "count": .int(messages.count)],
+                more: EventTraces(messages).logFields)
         let remaining = Atomic<Int>(messages.count)
         for message in messages {
             records.deadLetter(message, reason: letter.reason.rawValue, detail: letter.detail) { [self] in
@@ -69,7 +70,12 @@ extension WorkerCore {
     }
 
     func produceFeedback(_ feedback: TokenFeedback) {
-        records.feedback(feedback) { [self] in
+        // Its offsets stay uncommitted until the record is acknowledged: their records are retained.
+        let traces: EventTraces = state.withLock { state in
+            guard let partition = feedback.sources.first?.partition else { return EventTraces([]) }
+            return EventTraces(offsets: feedback.sources.map(\.offset), in: state.retained[partition])
+        }
+        records.feedback(feedback, headers: traces.headers) { [self] in
             state.withLock { state in
                 state.summary.feedbackRecords += 1
                 state.engine.resolve(feedback.resolution)

@@ -63,9 +63,18 @@ extension WorkerCore {
         }
         let now = clock.now()
         var actions: [EngineAction] = []
+        let tracing = log.isEnabled(.trace)
+        var traces: [EventTraces] = []
         state.withLock { state in
             for answer in answers {
                 let send = answer.send
+                // Read before the engine completes the offsets (a commit may prune their records then),
+                // only for the answers whose log lines carry them.
+                if tracing || Self.isLoggedAlways(answer.outcome) {
+                    traces.append(EventTraces(offsets: send.coveredOffsets, in: state.retained[send.partition]))
+                } else {
+                    traces.append(EventTraces([]))
+                }
                 if case .delivered = answer.outcome {
                     state.summary.delivered[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
                     state.summary.coalesced += max(0, send.coveredOffsets.count - 1)
@@ -73,12 +82,20 @@ extension WorkerCore {
                 state.engine.complete(send.sendID, outcome: answer.outcome, now: now, into: &actions)
             }
         }
-        for answer in answers { report(answer, now: now) }
+        for (answer, traces) in zip(answers, traces) { report(answer, traces: traces, now: now) }
         return actions
     }
 
+    /// Outcomes whose log line is written at the default level (info): their trace contexts are read always.
+    private static func isLoggedAlways(_ outcome: SendOutcome) -> Bool {
+        switch outcome {
+        case .tokenGone, .badPayload: true
+        case .delivered, .retry, .refreshAuth, .configError: false
+        }
+    }
+
     /// The logs of an answer, and what an answer about a channel changes outside the engine.
-    private func report(_ answer: AnswerQueue.Answer, now: Nanoseconds) {
+    private func report(_ answer: AnswerQueue.Answer, traces: EventTraces, now: Nanoseconds) {
         let send = answer.send, outcome = answer.outcome, lane = send.lane.rawValue
         if let result = answer.result, let status = result.status, let note = result.transportFailure {
             log.warning("APNs response was not read whole", ["key": .string(send.target), "lane": .string(lane),
@@ -86,9 +103,10 @@ extension WorkerCore {
         }
         if let latency = answer.latency, log.isEnabled(.trace) {
             let elapsed = Nanoseconds(latency)
-            log.trace("send completed", ["key": .string(send.target), "lane": .string(lane), "started_ns": .int(now - elapsed),
-                                         "completed_ns": .int(now), "outcome": .string(Self.sendResult(outcome).rawValue),
-                                         "timestamp": .int(send.event.timestamp), "offsets": .int(send.coveredOffsets.count)])
+            log.log(.trace, "send completed", ["key": .string(send.target), "lane": .string(lane), "started_ns": .int(now - elapsed),
+                                               "completed_ns": .int(now), "outcome": .string(Self.sendResult(outcome).rawValue),
+                                               "timestamp": .int(send.event.timestamp), "offsets": .int(send.coveredOffsets.count)],
+                    more: traces.logFields)
         }
         if case .tokenGone(let reason, let status, _) = outcome, case .channel(let channel) = send.destination {
             // The engine dead-letters it as channel-not-registered (counted with the dead letter);
@@ -99,11 +117,11 @@ extension WorkerCore {
                         ["channel": .string(channel), "app": .string(send.app), "status": .int(status), "reason": .string(reason)])
         } else if case .tokenGone(let reason, let status, _) = outcome {
             metrics.lane(send.lane).decision(.tokenGone).increment(by: UInt64(send.coveredOffsets.count))
-            log.info("APNs says the token is gone", ["key": .string(send.target), "status": .int(status), "reason": .string(reason),
-                                                     "token": tokenField(send.destination)])
+            log.log(.info, "APNs says the token is gone", ["key": .string(send.target), "status": .int(status), "reason": .string(reason),
+                                                           "token": tokenField(send.destination)], more: traces.logFields)
         } else if case .badPayload(let reason, let status) = outcome {
-            log.error("APNs rejected a payload that passed validation (a bug): dead-lettered",
-                      ["key": .string(send.target), "status": .int(status), "reason": .string(reason)])
+            log.log(.error, "APNs rejected a payload that passed validation (a bug): dead-lettered",
+                    ["key": .string(send.target), "status": .int(status), "reason": .string(reason)], more: traces.logFields)
         }
     }
 

@@ -119,8 +119,9 @@ final class WorkerCore: Sendable {
         perform(actions)
         for (message, rejection) in rejected {
             metrics.lane(lane(of: message.topic)).decision(.deadLettered).increment()
-            log.info("event rejected", ["reason": .string(rejection.reason.rawValue), "detail": .string(rejection.detail),
-                                        "source": .string("\(message.topic)/\(message.partition)/\(message.offset)")])
+            log.log(.info, "event rejected", ["reason": .string(rejection.reason.rawValue), "detail": .string(rejection.detail),
+                                              "source": .string("\(message.topic)/\(message.partition)/\(message.offset)")],
+                    more: EventTraces([message]).logFields)
             deadLetterRejected(message, rejection)
         }
     }
@@ -297,10 +298,16 @@ final class WorkerCore: Sendable {
         }
     }
 
-    func snapshot(key: String) -> TargetSnapshot? {
+    /// `/debug/targets/<key>`: the engine's snapshot of the target and the trace contexts of the events
+    /// its pending state and its send in flight cover (read from their retained records).
+    func snapshot(key: String) -> (target: TargetSnapshot, pending: EventTraces, inFlight: EventTraces)? {
         let now = clock.now()
         return state.withLock { state in
-            state.engine.snapshot(lane: .activity, target: key, now: now) ?? state.engine.snapshot(lane: .broadcast, target: key, now: now)
+            guard let target = state.engine.snapshot(lane: .activity, target: key, now: now)
+                    ?? state.engine.snapshot(lane: .broadcast, target: key, now: now) else { return nil }
+            let retained = target.partition.flatMap { state.retained[$0] }
+            return (target, EventTraces(offsets: target.pendingEventOffsets, in: retained),
+                    EventTraces(offsets: target.inFlightEventOffsets, in: retained))
         }
     }
 

@@ -85,6 +85,15 @@ public final class Log: Sendable {
         core.writing.withLock { _ in core.sink(line) }
     }
 
+    /// `log` with fields that are there only sometimes (`more`, after `fields`): an event's trace
+    /// context, say.
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String,
+                    _ fields: @autoclosure () -> KeyValuePairs<String, LogValue>, more: @autoclosure () -> [(String, LogValue)]) {
+        guard isEnabled(level) else { return }
+        let line = Self.format(time: core.clock(), level: level, message: message(), context: context, fields: fields(), more: more())
+        core.writing.withLock { _ in core.sink(line) }
+    }
+
     public func trace(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> KeyValuePairs<String, LogValue> = [:]) {
         log(.trace, message(), fields())
     }
@@ -106,7 +115,7 @@ public final class Log: Sendable {
     static let reservedNames: Set<String> = ["time", "level", "msg"]
 
     static func format(time: Date, level: LogLevel, message: String, context: [(String, LogValue)],
-                       fields: KeyValuePairs<String, LogValue>) -> String {
+                       fields: KeyValuePairs<String, LogValue>, more: [(String, LogValue)] = []) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         out.append(contentsOf: #"{"time":""#.utf8)
@@ -117,6 +126,7 @@ public final class Log: Sendable {
         JSONString.append(Redact.text(message), to: &out)
         for (name, value) in context { appendField(name, value, to: &out) }
         for (name, value) in fields { appendField(name, value, to: &out) }
+        for (name, value) in more { appendField(name, value, to: &out) }
         out.append(contentsOf: "}\n".utf8)
         return String(decoding: out, as: UTF8.self)
     }
@@ -131,6 +141,14 @@ public final class Log: Sendable {
         case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .duration(let d): out.append(contentsOf: String(DurationText.seconds(d)).utf8)
+        case .traceContext(let text): JSONString.append(text, to: &out)
+        case .traceContexts(let texts):
+            out.append(UInt8(ascii: "["))
+            for (index, text) in texts.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONString.append(text, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
         }
     }
 }
