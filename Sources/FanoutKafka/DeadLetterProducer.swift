@@ -1,4 +1,5 @@
 import APNsModel
+import FanoutCore
 
 /// Produces rejected records to `<source topic><suffix>` (default `-dlq`) with the original key,
 /// value bytes and headers, plus `fanout-error` (the stable reason code), `fanout-source`
@@ -45,7 +46,7 @@ public final class DeadLetterProducer: Sendable {
     /// rest of the original, bounded (a `tracestate` is at most 512 characters by the W3C rules).
     static func traceContext(of message: KafkaMessage) -> [KafkaHeader] {
         message.headers.filter { header in
-            (header.name == "traceparent" || header.name == "tracestate") && (header.value?.count ?? 0) <= 512
+            (header.name == TraceParent.headerName || header.name == "tracestate") && (header.value?.count ?? 0) <= 512
         }.prefix(2).map { $0 }
     }
 

@@ -23,22 +23,22 @@ struct EventTraces: Sendable, Equatable {
 
     /// From records at hand, oldest first.
     init(_ messages: [KafkaMessage]) {
-        var newestFirst: [TraceParent] = []
-        for (index, message) in messages.enumerated().reversed() {
-            guard newestFirst.count < Self.maxLinks else { unlisted = index + 1; break }
-            if let trace = Self.of(message) { newestFirst.append(trace) }
-        }
-        traces = newestFirst.reversed()
+        self.init(events: messages.count) { Self.of(messages[$0]) }
     }
 
-    /// From the retained records of `offsets` (oldest first) in `partition`: what a send or a
-    /// pending state covers. Looks at no more offsets than it takes to find `maxLinks` contexts.
+    /// From the retained records of `offsets` (oldest first) in their partition: what a send or a
+    /// pending state covers.
     init(offsets: [Int64], in retained: RetainedMessages?) {
-        guard let retained else { return }
+        self.init(events: retained == nil ? 0 : offsets.count) { retained?.message(at: offsets[$0]).flatMap(Self.of) }
+    }
+
+    /// Walks `events` events newest first, reading each one's context (`trace(index)`), and stops
+    /// once `maxLinks` are found: no more records are looked at than that takes.
+    private init(events: Int, trace: (Int) -> TraceParent?) {
         var newestFirst: [TraceParent] = []
-        for (index, offset) in offsets.enumerated().reversed() {
+        for index in stride(from: events - 1, through: 0, by: -1) {
             guard newestFirst.count < Self.maxLinks else { unlisted = index + 1; break }
-            if let trace = retained.message(at: offset).flatMap(Self.of) { newestFirst.append(trace) }
+            if let found = trace(index) { newestFirst.append(found) }
         }
         traces = newestFirst.reversed()
     }

@@ -64,16 +64,14 @@ extension WorkerCore {
         let now = clock.now()
         var actions: [EngineAction] = []
         let tracing = log.isEnabled(.trace)
-        var traces: [EventTraces] = []
+        /// By position in `answers`, only for the answers whose log lines carry them (none, mostly).
+        var traces: [Int: EventTraces] = [:]
         state.withLock { state in
-            for answer in answers {
+            for (position, answer) in answers.enumerated() {
                 let send = answer.send
-                // Read before the engine completes the offsets (a commit may prune their records then),
-                // only for the answers whose log lines carry them.
+                // Read before the engine completes the offsets (a commit may prune their records then).
                 if tracing || Self.isLoggedAlways(answer.outcome) {
-                    traces.append(EventTraces(offsets: send.coveredOffsets, in: state.retained[send.partition]))
-                } else {
-                    traces.append(EventTraces([]))
+                    traces[position] = EventTraces(offsets: send.coveredOffsets, in: state.retained[send.partition])
                 }
                 if case .delivered = answer.outcome {
                     state.summary.delivered[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
@@ -82,7 +80,7 @@ extension WorkerCore {
                 state.engine.complete(send.sendID, outcome: answer.outcome, now: now, into: &actions)
             }
         }
-        for (answer, traces) in zip(answers, traces) { report(answer, traces: traces, now: now) }
+        for (position, answer) in answers.enumerated() { report(answer, traces: traces[position] ?? EventTraces([]), now: now) }
         return actions
     }
 
