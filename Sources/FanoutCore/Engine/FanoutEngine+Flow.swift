@@ -52,6 +52,12 @@ extension FanoutEngine {
         partitions.compactMap { state in state.flatMap { $0.fetchPaused && $0.phase != .closing ? $0.id : nil } }
     }
 
+    /// Owned partitions still reading their activity-tokens (and fanout-state) partition: their events
+    /// are taken in and held, nothing of theirs is sent yet (for gauges).
+    public var catchingUpPartitions: [PartitionID] {
+        partitions.compactMap { state in state.flatMap { $0.phase == .readingTokens ? $0.id : nil } }
+    }
+
     /// Kafka answered a `.commit`: `points` were asked, `failed` are the partitions it refused (a
     /// rebalance in progress, an old generation, the coordinator unavailable). Refused points are
     /// offered again at the next commit interval; points of partitions no longer ours are ignored, and

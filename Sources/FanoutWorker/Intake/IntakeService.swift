@@ -201,7 +201,7 @@ final class IntakeService: PartitionActions {
             }
             if ContinuousClock.now - lastGauges >= gaugeInterval {
                 updateLag()
-                updatePausedGauge()
+                updatePartitionGauges()
                 core.updateGauges()
                 lastGauges = .now
             }
@@ -285,11 +285,12 @@ final class IntakeService: PartitionActions {
         }
     }
 
-    private func updatePausedGauge() {
-        let paused = core.state.withLock { $0.engine.pausedPartitions }
+    private func updatePartitionGauges() {
+        let (paused, catchingUp) = core.state.withLock { ($0.engine.pausedPartitions, $0.engine.catchingUpPartitions) }
         for topic in [topics.activityUpdates, topics.broadcastUpdates] {
             core.metrics.pausedPartitions.labels(topic).set(paused.filter { $0.topic == topic }.count)
         }
+        core.metrics.partitionsCatchingUp.labels(topics.activityUpdates).set(catchingUp.count)
     }
 
     /// Forgets a partition's lag bookkeeping and removes its gauges (revoked or lost): the new owner

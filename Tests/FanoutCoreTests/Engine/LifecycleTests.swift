@@ -127,8 +127,10 @@ import Testing
         var actions: [EngineAction] = []
         h.engine.tokensCaughtUp(partition: number, assignment: old, now: h.now, into: &actions)
         #expect(actions.isEmpty && h.engine.phase(of: activityPartition) == .readingTokens, "a report of the earlier assignment")
+        #expect(h.engine.catchingUpPartitions == [activityPartition], "what fanout_partitions_catching_up counts")
         h.engine.tokensCaughtUp(partition: number, assignment: current, now: h.now, into: &actions)
         #expect(actions.sends.map(\.event.id) == ["e1"])
+        #expect(h.engine.catchingUpPartitions.isEmpty)
     }
 
     /// A partition lost without a handoff is dropped at once: nothing committed, its sends' answers ignored.

@@ -95,8 +95,10 @@ import Testing
     @Test func theWorkersConsumersGetItAndItsProducerDoesNot() throws {
         let settings = WorkerSettings(configuration: FanoutConfiguration.defaults(), options: WorkerOptions(randomSeed: 1))
         #expect(settings.kafka["isolation.level"] == "read_committed" && settings.kafka["fetch.wait.max.ms"] == "10")
+        #expect(settings.kafka["queued.max.messages.kbytes"] == "16384")
         // Consumer properties on a producer only draw librdkafka warnings ("is a consumer property and will be ignored").
-        #expect(settings.producerKafka["isolation.level"] == nil && settings.producerKafka["fetch.wait.max.ms"] == nil)
+        #expect(settings.producerKafka["isolation.level"] == nil && settings.producerKafka["fetch.wait.max.ms"] == nil
+                && settings.producerKafka["queued.max.messages.kbytes"] == nil)
         #expect(settings.producerKafka["bootstrap.servers"] == settings.kafka["bootstrap.servers"])
         // A default for every librdkafka client reaches the producer too: dead letters reconnect as fast.
         #expect(settings.kafka["reconnect.backoff.max.ms"] == "1000" && settings.producerKafka["reconnect.backoff.max.ms"] == "1000")

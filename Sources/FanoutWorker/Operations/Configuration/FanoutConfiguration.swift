@@ -44,10 +44,13 @@ public struct FanoutConfiguration: Sendable, Equatable {
     /// `reconnect.backoff.max.ms`: librdkafka backs off up to 10 s between attempts to reach a broker
     /// that dropped its connections, so partitions stayed without delivery up to ≈9 s after a 2 s broker
     /// outage (README "FleetTests"); 1 s is the Java client's default.
+    /// `queued.max.messages.kbytes`: what each of the worker's three consumers (intake, the token
+    /// follower, the state restorer) may prefetch: librdkafka's 64 MiB each would let a backlog hold up
+    /// to ≈190 MiB in buffers; 16 MiB is ≈80,000 events of 200 bytes, seconds of work at full speed.
     public static let defaultKafkaProperties = ["fetch.wait.max.ms": "10", "isolation.level": "read_committed",
-                                                "reconnect.backoff.max.ms": "1000"]
+                                                "reconnect.backoff.max.ms": "1000", "queued.max.messages.kbytes": "16384"]
     /// The defaults only a consumer understands.
-    public static let consumerOnlyKafkaProperties: Set<String> = ["fetch.wait.max.ms", "isolation.level"]
+    public static let consumerOnlyKafkaProperties: Set<String> = ["fetch.wait.max.ms", "isolation.level", "queued.max.messages.kbytes"]
 
     public struct Topics: Sendable, Equatable {
         public var activityUpdates: String

@@ -44,6 +44,8 @@ public final class FanoutMetrics: Sendable {
     public let pendingTargets: GaugeFamily
     /// Partitions paused by backpressure. Labels: topic.
     public let pausedPartitions: GaugeFamily
+    /// Owned partitions reading their tokens and handed-over state before they send. Labels: topic.
+    public let partitionsCatchingUp: GaugeFamily
     /// End of what was read (the high watermark while intake keeps up) minus the committed offset. Labels: topic, partition.
     public let consumerLag: GaugeFamily
     /// The offset `consumerLag` counts from: the last commit Kafka acknowledged (before the first, the
@@ -137,6 +139,7 @@ public final class FanoutMetrics: Sendable {
                                             help: "Sends made at priority 5 because the target's priority-10 budget was empty.", labels: ["lane"])
         pendingTargets = registry.gauge("fanout_pending_targets", help: "Targets with a pending update or a send in flight, by lane.", labels: ["lane"])
         pausedPartitions = registry.gauge("fanout_paused_partitions", help: "Partitions paused by backpressure, by topic.", labels: ["topic"])
+        partitionsCatchingUp = registry.gauge("fanout_partitions_catching_up", help: "Owned partitions still reading their activity-tokens partition (and fanout-state partition) from the beginning: their events are read and held, none is sent until it caught up. By topic.", labels: ["topic"])
         consumerLag = registry.gauge("fanout_consumer_lag", help: "Offsets not yet committed, by topic and partition: the high watermark of the last fetch (or the end of what this worker read, when further) minus the committed offset. Only the owner exports a partition; while it is paused the watermark stops moving.",
                                      labels: ["topic", "partition"])
         committedOffset = registry.gauge("fanout_committed_offset",
