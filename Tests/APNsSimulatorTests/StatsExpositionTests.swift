@@ -51,6 +51,10 @@ struct StatsExpositionTests {
         #expect(text.contains(#"apns_sim_responses_total{status="500",reason="say \"no\"\\"} 1"#))
     }
 
+    @Test func aCarriageReturnLineFeedInAReasonIsEscaped() {
+        #expect(StatsExposition.escape("a\r\nb") == "a\r\\nb")
+    }
+
     /// The control endpoint answers /metrics as text with Prometheus's content type, counting real answers.
     @Test func theControlEndpointServesMetrics() async throws {
         let harness = try SimulatorHarness()

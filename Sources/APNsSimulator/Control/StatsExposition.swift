@@ -51,17 +51,18 @@ public enum StatsExposition {
         out += "\(name) \(value)\n"
     }
 
-    /// Label values: backslash, double quote and line feed escaped (format 0.0.4).
+    /// Label values: backslash, double quote and line feed escaped (format 0.0.4), by Unicode scalar:
+    /// "\r\n" is one Character, and its line feed must be escaped too.
     static func escape(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(character)
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case "\"": out.append(contentsOf: "\\\"".unicodeScalars)
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            default: out.append(scalar)
             }
         }
-        return out
+        return String(out)
     }
 }

@@ -145,6 +145,18 @@ struct ExpositionParser {
         #expect(parsed.help["fanout_test_errors_total"] == "Back\\slash and\nnewline.")
     }
 
+    /// "\r\n" is one Swift Character: its line feed is escaped all the same, or the exposition breaks
+    /// the line in the middle of a sample.
+    @Test func aCarriageReturnLineFeedIsEscapedInLabelsAndHelp() throws {
+        let registry = MetricsRegistry()
+        let errors = registry.counter("fanout_test_crlf_total", help: "Two\r\nlines.", labels: ["reason"])
+        errors.labels("a\r\nb").increment()
+        let text = registry.render()
+        #expect(text.contains("reason=\"a\r\\nb\""))
+        #expect(text.contains("# HELP fanout_test_crlf_total Two\r\\nlines.\n"))
+        #expect(!text.contains("\r\n"), "no raw line feed after a carriage return")
+    }
+
     @Test func reRegisteringReturnsTheSameFamily() {
         let registry = MetricsRegistry()
         let first = registry.counter("fanout_test_total", help: "x", labels: ["a"])

@@ -125,23 +125,26 @@ public final class MetricsRegistry: Sendable {
     }
 
     /// Label values: backslash, double quote and line feed are escaped (format 0.0.4).
-    static func escapeLabelValue(_ text: String) -> String {
-        guard text.contains(where: { $0 == "\\" || $0 == "\"" || $0 == "\n" }) else { return text }
-        var out = ""
-        for character in text {
-            switch character {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(character)
+    static func escapeLabelValue(_ text: String) -> String { escape(text, quote: true) }
+
+    /// HELP text: backslash and line feed are escaped. Every family's help goes out on every scrape,
+    /// so text with neither (all of Fanout's) is returned as it is.
+    static func escapeHelp(_ text: String) -> String { escape(text, quote: false) }
+
+    /// By Unicode scalar, not Character: "\r\n" is one Character, and its line feed must be escaped too.
+    private static func escape(_ text: String, quote: Bool) -> String {
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\n") || (quote && $0 == UInt8(ascii: "\"")) })
+        else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            case "\"" where quote: out.append(contentsOf: "\\\"".unicodeScalars)
+            default: out.append(scalar)
             }
         }
-        return out
-    }
-
-    /// HELP text: backslash and line feed are escaped.
-    static func escapeHelp(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        return String(out)
     }
 
     static func number(_ value: Double) -> String {
