@@ -62,7 +62,8 @@ public struct EngineConfiguration: Sendable {
     /// (`laneWaiting`) instead of being handed to a client that would refuse it into a retry backoff.
     public var sendCapacityPerLane: [Int] = [.max, .max]
 
-    /// How often `tick` emits `.commit` with the commit points that moved; nil: never (the owner
+    /// How often `tick` emits `.commit` with the commit points that moved (a quarter of it after the
+    /// last commit once every record read is settled: `commitWhenDrained`); nil: never (the owner
     /// calls `commitPoints()` itself, as tests and benchmarks do).
     public var commitInterval: Nanoseconds?
     /// How long a revoked partition waits for its sends in flight before it is drained anyway

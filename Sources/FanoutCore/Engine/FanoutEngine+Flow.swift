@@ -104,6 +104,16 @@ extension FanoutEngine {
         if !points.isEmpty { actions.append(.commit(points)) }
     }
 
+    /// Every record read is settled (the last offset just completed): what is done is committed a
+    /// quarter of `commitInterval` after the last commit (at once when that has passed) instead of a
+    /// whole interval after it. Under load the interval paces commits; when a burst drains, its last
+    /// offsets no longer wait up to one more interval (docs/design.md §4). A worker whose records
+    /// trickle in and drain one by one commits at most four times per interval.
+    mutating func commitWhenDrained() {
+        guard let interval = configuration.commitInterval, nextCommitAt != .min else { return }
+        nextCommitAt = min(nextCommitAt, nextCommitAt - interval + interval / 4)
+    }
+
     /// The worker is stopping: no more `.commit`; it commits `uncommittedPoints()` itself, once,
     /// before it leaves the group (a commit after that could only fail against a closed consumer).
     public mutating func stopCommitting() { commitsStopped = true }

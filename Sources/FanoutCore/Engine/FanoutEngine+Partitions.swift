@@ -199,6 +199,7 @@ extension FanoutEngine {
         if partitions[Int(partitionSlot)]!.tracker.complete(offset) {
             totalIncomplete -= 1
             laneIncomplete[partitions[Int(partitionSlot)]!.lane.slot] -= 1
+            if totalIncomplete == 0 { commitWhenDrained() }
         }
     }
 

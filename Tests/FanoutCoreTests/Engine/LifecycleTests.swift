@@ -211,6 +211,34 @@ import Testing
 }
 
 extension CommitTimingTests {
+    private static func offered(_ actions: [EngineAction]) -> [CommitPoint] {
+        actions.compactMap { if case let .commit(points) = $0 { points } else { nil } }.flatMap { $0 }
+    }
+
+    /// Once every record read is settled, what is done goes out a quarter interval after the last
+    /// commit instead of a whole one: a drained burst's last offsets do not wait. While records are
+    /// still incomplete, the interval paces commits as before.
+    @Test func aDrainedWorkerCommitsAQuarterIntervalAfterTheLastCommit() throws {
+        let ms: Nanoseconds = 1_000_000
+        var h = Self.committingEverySecond()
+        h.register(tokenB, key: "other", at: 1)
+        h.register(PushToken(hex: String(repeating: "c3", count: 32))!, key: "third", at: 1)
+        #expect(Self.offered(h.advance(sec)).isEmpty, "a commit pass with nothing to offer: the interval starts again")
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        let second = try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100)).sends.first)
+        h.advance(100 * ms)
+        h.complete(first)
+        #expect(Self.offered(h.advance(300 * ms)).isEmpty, "o1 is still in flight: the interval paces the commit")
+        #expect(h.engine.nextDeadline() == h.now + 600 * ms)
+        h.complete(second)  // 400 ms after the last pass: the quarter has passed
+        #expect(h.engine.nextDeadline() ?? .max <= h.now, "due at once")
+        #expect(Self.offered(h.advance(1 * ms)) == [CommitPoint(partition: activityPartition, offset: 2)])
+        // A record that trickles in and drains at once: a quarter interval after that commit.
+        h.complete(try #require(h.feed(makeEvent("t1", target: "third", timestamp: 100)).sends.first))
+        #expect(Self.offered(h.advance(200 * ms)).isEmpty)
+        #expect(Self.offered(h.advance(50 * ms)) == [CommitPoint(partition: activityPartition, offset: 3)])
+    }
+
     /// At shutdown the worker makes the final commit itself: the engine offers none after it.
     @Test func noCommitIsOfferedOnceTheWorkerStopsCommitting() throws {
         var h = Self.committingEverySecond()
