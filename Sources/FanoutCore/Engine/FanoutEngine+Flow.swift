@@ -96,9 +96,9 @@ extension FanoutEngine {
     /// nothing back for longer than one interval; the worker keeps one commit outstanding at a time).
     mutating func commitIfDue(now: Nanoseconds, into actions: inout [EngineAction]) {
         guard let interval = configuration.commitInterval else { return }
-        if nextCommitAt == .min { nextCommitAt = now + interval }
+        if nextCommitAt == .min { (nextCommitAt, lastCommitPassAt) = (now + interval, now) }
         guard now >= nextCommitAt else { return }
-        nextCommitAt = now + interval
+        (nextCommitAt, lastCommitPassAt) = (now + interval, now)
         guard !groupIsRebalancing && !commitsStopped else { return }
         let points = uncommittedPoints()
         if !points.isEmpty { actions.append(.commit(points)) }
@@ -111,7 +111,7 @@ extension FanoutEngine {
     /// trickle in and drain one by one commits at most four times per interval.
     mutating func commitWhenDrained() {
         guard let interval = configuration.commitInterval, nextCommitAt != .min else { return }
-        nextCommitAt = min(nextCommitAt, nextCommitAt - interval + interval / 4)
+        nextCommitAt = min(nextCommitAt, lastCommitPassAt + interval / 4)
     }
 
     /// The worker is stopping: no more `.commit`; it commits `uncommittedPoints()` itself, once,

@@ -80,6 +80,8 @@ public struct FanoutEngine: Sendable {
     /// Partitions in `closing` (so `tick` looks for overdue drains only when there are some).
     var closingCount = 0
     var nextCommitAt: Nanoseconds = .min
+    /// When `commitIfDue` last found a commit due (whether it had points to offer or not).
+    var lastCommitPassAt: Nanoseconds = .min
     /// The group is rebalancing (`groupRebalancing`): no `.commit` until `groupSettled`.
     var groupIsRebalancing = false
     /// The worker is stopping (`stopCommitting`): it makes the final commit itself.

@@ -239,6 +239,22 @@ extension CommitTimingTests {
         #expect(Self.offered(h.advance(50 * ms)) == [CommitPoint(partition: activityPartition, offset: 3)])
     }
 
+    /// Draining twice between two commit passes still waits the quarter interval from the last pass:
+    /// the early commit counts from when the last commit went out, not from the moved deadline.
+    @Test func drainingTwiceBeforeACommitPassWaitsTheQuarterOnce() throws {
+        let ms: Nanoseconds = 1_000_000
+        var h = Self.committingEverySecond()
+        h.register(tokenB, key: "other", at: 1)
+        #expect(Self.offered(h.advance(sec)).isEmpty, "a commit pass with nothing to offer")
+        h.advance(50 * ms)
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
+        h.advance(50 * ms)
+        h.complete(try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100)).sends.first))
+        #expect(h.engine.nextDeadline() == h.now + 150 * ms, "a quarter after the last pass, not earlier")
+        #expect(Self.offered(h.advance(149 * ms)).isEmpty)
+        #expect(Self.offered(h.advance(1 * ms)) == [CommitPoint(partition: activityPartition, offset: 2)])
+    }
+
     /// At shutdown the worker makes the final commit itself: the engine offers none after it.
     @Test func noCommitIsOfferedOnceTheWorkerStopsCommitting() throws {
         var h = Self.committingEverySecond()
