@@ -788,8 +788,7 @@ class Bench:
         self.note(tag, f"paced producer: {rate} events/s ({source}) for {seconds} s on {self.sizes['w3_partitions']} "
                        f"partitions, each a new activity whose token the running worker has read")
         producer_log = os.path.join(stack.dir, "producer.log")
-        producer = self.procs.start("paced producer", [sys.executable, os.path.abspath(__file__), "--paced-producer",
-                                                       stack.bootstrap, str(rate), str(n)], producer_log)
+        producer = self.start_paced_producer(stack, rate, n, producer_log)
         if not wait_until(lambda: producer.poll() is not None, seconds + 30, stack, "producing workload 3"):
             raise CouldNotRun("the paced producer did not finish")
         if producer.returncode != 0:
@@ -830,24 +829,31 @@ class Bench:
                                   p99_by_second=seconds_p99, kafka=kafka)
         self.worker_summary(tag, stack, None)
 
+    def start_paced_producer(self, stack, rate, n, log_path):
+        """`paced_producer` as a process of its own: `n` events at `rate`/s into the stack's activity-updates."""
+        return self.procs.start("paced producer", [sys.executable, os.path.abspath(__file__), "--paced-producer",
+                                                   stack.bootstrap, str(rate), str(n)], log_path)
+
     def kafka_path_latency(self, tag, rate, n, seconds):
         """The ceiling of workload 3: a fresh broker, the paced producer and a kcat follower, no worker."""
         stack = Stack(self, tag + "-kafka-path", self.sizes["w3_partitions"])
-        follower_log = os.path.join(stack.dir, "kafka-latency.json")
-        follower = self.procs.start("kcat latency follower", [sys.executable, os.path.abspath(__file__), "--follow-latency",
-                                                              stack.bootstrap, str(n), "10"], follower_log)
-        time.sleep(1)  # the follower's first fetch
-        producer = self.procs.start("paced producer", [sys.executable, os.path.abspath(__file__), "--paced-producer",
-                                                       stack.bootstrap, str(rate), str(n)], os.path.join(stack.dir, "producer.log"))
-        wait_until(lambda: producer.poll() is not None, seconds + 30, stack, "producing workload 3's Kafka path")
-        wait_until(lambda: follower.poll() is not None, 10, stack, "following the topic")
-        self.procs.stop(producer)
-        self.procs.stop(follower)
         try:
-            with open(follower_log) as f:
-                return json.loads(f.read())
-        except ValueError:
-            return {}
+            follower_log = os.path.join(stack.dir, "kafka-latency.json")
+            follower = self.procs.start("kcat latency follower", [sys.executable, os.path.abspath(__file__), "--follow-latency",
+                                                                  stack.bootstrap, str(n), "10"], follower_log)
+            time.sleep(1)  # the follower's first fetch
+            producer = self.start_paced_producer(stack, rate, n, os.path.join(stack.dir, "producer.log"))
+            produced = wait_until(lambda: producer.poll() is not None, seconds + 30, stack, "producing workload 3's Kafka path")
+            wait_until(lambda: follower.poll() is not None, 10, stack, "following the topic")
+            self.procs.stop(producer)
+            self.procs.stop(follower)
+            if not produced or producer.returncode != 0:
+                raise CouldNotRun(f"the paced producer of the Kafka path did not finish; see {stack.dir}/producer.log")
+            try:
+                with open(follower_log) as f:
+                    return json.loads(f.read())
+            except ValueError:
+                return {}
         finally:
             self.stacks.remove(stack)
             stack.close()
