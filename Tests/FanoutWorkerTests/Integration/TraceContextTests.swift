@@ -88,6 +88,10 @@ extension WorkerIntegration {
 
             let goneLine = try #require(Self.lines(harness, "APNs says the token is gone").first)
             #expect(goneLine["trace_id"] as? String == String(format: "%032x", 0xabc007), "\(goneLine)")
+            // The trace ids go out unmasked; the token on the same line does not.
+            let loggedToken = try #require(goneLine["token"] as? String)
+            #expect(!loggedToken.isEmpty && !goneToken.hasPrefix(loggedToken) && loggedToken != goneToken, "\(goneLine)")
+            #expect(!harness.logs.lines.contains { $0.contains(goneToken) }, "no log line holds the whole token")
             let rejected = try #require(Self.lines(harness, "event rejected").first)
             #expect(rejected["trace_id"] as? String == String(format: "%032x", 0xabc008), "\(rejected)")
             #expect(rejected["span_id"] as? String == String(format: "%016x", 0x5008), "\(rejected)")
