@@ -210,6 +210,20 @@ import FanoutCrypto
         #expect(gate.capacity(inFlight: 0, now: start) == 100)
     }
 
+    @Test func jitterIsDrawnOnlyWhenTheConnectionBacksOff() {
+        // Every answer passes through here on the transport thread; the system generator is a syscall.
+        var gate = gate()
+        var draws = 0
+        func draw() -> Double { draws += 1; return 0.5 }
+        let epoch = gate.dispatched(now: start)
+        gate.completed(.response(authenticated: true), epoch: epoch, now: start, jitter: draw())
+        gate.completed(.streamReset, epoch: gate.dispatched(now: start), now: start, jitter: draw())
+        #expect(draws == 0)
+        gate.completed(.transportFailure, epoch: gate.dispatched(now: start), now: start, jitter: draw())
+        #expect(draws == 1)
+        #expect(gate.backoffDeadline == start + .milliseconds(50), "half of the 100 ms window")
+    }
+
     @Test func backoffIsCapped() {
         let gate = gate()
         #expect(gate.backoffCeiling(afterFailures: 0) == .milliseconds(100))

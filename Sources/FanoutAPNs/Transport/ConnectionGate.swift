@@ -83,8 +83,11 @@ struct ConnectionGate {
         return epoch
     }
 
-    /// `jitter` in 0...1 picks the point inside the full-jitter window (injected for tests).
-    mutating func completed(_ completion: Completion, epoch sentIn: Int, now: ContinuousClock.Instant, jitter: Double) {
+    /// `jitter` in 0...1 picks the point inside the full-jitter window (injected for tests). It is drawn
+    /// only when the connection backs off: the system generator is a `getrandom` call, and this runs
+    /// for every answer on the transport thread.
+    mutating func completed(_ completion: Completion, epoch sentIn: Int, now: ContinuousClock.Instant,
+                            jitter: @autoclosure () -> Double) {
         lastActivity = now
         guard sentIn == epoch else { return }
         switch completion {
@@ -102,7 +105,7 @@ struct ConnectionGate {
             let ceiling = backoffCeiling(afterFailures: consecutiveFailures)
             consecutiveFailures += 1
             epoch += 1
-            phase = .backingOff(until: now + ceiling * max(0, min(1, jitter)))
+            phase = .backingOff(until: now + ceiling * max(0, min(1, jitter())))
         }
     }
 
