@@ -56,8 +56,8 @@ final class SubmissionQueue: Sendable {
         state.withLock { state in
             let n = min(limit, state.count)
             for _ in 0..<n {
-                batch.append(state.ring[state.head]!)
-                state.ring[state.head] = nil
+                // Moved out, not copied and then cleared: no retain and release of each request's parts.
+                batch.append(state.ring[state.head].take()!)
                 state.head = (state.head + 1) % capacity
                 state.count -= 1
             }

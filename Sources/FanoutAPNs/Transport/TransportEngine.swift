@@ -62,6 +62,9 @@ struct Dispatcher<Connection: PooledConnection> {
         if let gate, !gate.isOpen() { return false }
         batch.removeAll(keepingCapacity: true)
         queue.take(upTo: room, into: &batch)
+        // One batch is signed by one or a few keys: the cache (a lock and a hash of both ids) is asked
+        // again only when the key changes within the batch.
+        var signed: (credentials: APNsCredentials, token: ProviderTokenCache.Token)?
         for submission in batch {
             if let permit = submission.permit, let gate, !gate.admits(permit) {
                 submission.completion(.failure(.withdrawn))
@@ -69,7 +72,13 @@ struct Dispatcher<Connection: PooledConnection> {
             }
             let token: ProviderTokenCache.Token
             do {
-                token = try tokenCache.token(for: submission.credentials)
+                if let signed, signed.credentials.keyID == submission.credentials.keyID,
+                   signed.credentials.teamID == submission.credentials.teamID {
+                    token = signed.token
+                } else {
+                    token = try tokenCache.token(for: submission.credentials)
+                    signed = (submission.credentials, token)
+                }
             } catch {
                 // docs/design.md §4: a configuration error, not a transport failure to retry forever. The
                 // error describes the key problem (OpenSSL's reason), never the key or a JWT.
