@@ -48,7 +48,7 @@ final class AnswerQueue: Sendable {
             return (true, state.sleeping)
         }
         if wakeThread { wake.signal() }
-        if !queued { core.perform(core.complete([answer])) }
+        if !queued { core.perform(core.complete(answer)) }
     }
 
     func start(core: WorkerCore) {

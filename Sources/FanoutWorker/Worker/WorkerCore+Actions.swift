@@ -16,12 +16,13 @@ extension WorkerCore {
         var index = 0
         /// State records of this call's delivered sends, produced together after the loop.
         var saves: [StateSave] = []
+        var started = SendTally()
         while index < work.count {
             let action = work[index]
             index += 1
             switch action {
             case .send(let send):
-                work.append(contentsOf: start(send))
+                work.append(contentsOf: start(send, counting: &started))
             case .deadLetter(let letter):
                 deadLetter(letter)
             case .feedback(let feedback):
@@ -90,6 +91,7 @@ extension WorkerCore {
                 log.info("APNs answers this lane again", ["lane": .string(lane.rawValue), "failed_for": .duration(.nanoseconds(after))])
             }
         }
+        started.addTo(self)
         if !saves.isEmpty {
             records.saveStates(saves) { [self] resolutions in
                 state.withLock { state in

@@ -25,19 +25,28 @@ extension WorkerCore {
         return actions
     }
 
-    /// Starts one send; returns follow-up actions when it failed synchronously. Its answer goes to
-    /// the answer thread (`AnswerQueue`), which feeds it to the engine.
+    /// `start(_:counting:)` for one send, counted in the summary under a lock of its own.
     func start(_ send: SendRequest) -> [EngineAction] {
-        state.withLock { $0.summary.sends[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1 }
+        var tally = SendTally()
+        let actions = start(send, counting: &tally)
+        tally.addTo(self)
+        return actions
+    }
+
+    /// Starts one send; returns follow-up actions when it failed synchronously. Its answer goes to
+    /// the answer thread (`AnswerQueue`), which feeds it to the engine. The send is counted in `tally`,
+    /// which `perform` adds to the summary once for all the sends it starts.
+    func start(_ send: SendRequest, counting tally: inout SendTally) -> [EngineAction] {
+        tally.count(send)
         if send.budgetDowngraded { metrics.lane(send.lane).budgetDowngrades.increment() }
         let request: APNsRequest
         do {
             request = try APNsLanes.request(for: send)
         } catch {
-            return complete(CollectionOfOne(.unsent(send, .badPayload(reason: error.description, status: 0))))
+            return complete(.unsent(send, .badPayload(reason: error.description, status: 0)))
         }
         guard let client = lanes.client(lane: send.lane, app: send.app, environment: send.environment) else {
-            return complete(CollectionOfOne(.unsent(send, .configError(reason: "no APNs client for app \(send.app)", status: 0))))
+            return complete(.unsent(send, .configError(reason: "no APNs client for app \(send.app)", status: 0)))
         }
         let started = ContinuousClock.now
         do throws(APNsClientError) {
@@ -46,9 +55,11 @@ extension WorkerCore {
             }
             return []
         } catch {
-            return complete(CollectionOfOne(.unsent(send, error.outcome)))
+            return complete(.unsent(send, error.outcome))
         }
     }
+
+    func complete(_ answer: AnswerQueue.Answer) -> [EngineAction] { complete(CollectionOfOne(answer)) }
 
     /// Feeds answers to the engine under one lock and records them; returns the engine's actions.
     func complete(_ answers: some Collection<AnswerQueue.Answer>) -> [EngineAction] {
@@ -164,6 +175,29 @@ extension WorkerCore {
         case .tokenGone(let reason, _, _), .retry(let reason, _, _), .badPayload(let reason, _), .configError(let reason, _):
             return reason.count > 40 ? "other" : reason
         case .refreshAuth: return "ExpiredProviderToken"
+        }
+    }
+}
+
+/// Sends started in one `perform`, by lane and priority, added to the summary under one lock rather
+/// than one lock per send (the core's lock is the one every worker thread takes).
+struct SendTally {
+    private var counts: [(key: WorkerSummary.SendKey, sends: Int)] = []
+
+    mutating func count(_ send: SendRequest) {
+        let key = WorkerSummary.SendKey(lane: send.lane, priority: send.priority)
+        // A handful of lane and priority pairs: a short list beats hashing.
+        if let index = counts.firstIndex(where: { $0.key == key }) {
+            counts[index].sends += 1
+        } else {
+            counts.append((key, 1))
+        }
+    }
+
+    func addTo(_ core: WorkerCore) {
+        guard !counts.isEmpty else { return }
+        core.state.withLock { state in
+            for (key, sends) in counts { state.summary.sends[key, default: 0] += sends }
         }
     }
 }
