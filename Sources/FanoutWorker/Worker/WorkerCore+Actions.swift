@@ -91,20 +91,28 @@ extension WorkerCore {
                 log.info("APNs answers this lane again", ["lane": .string(lane.rawValue), "failed_for": .duration(.nanoseconds(after))])
             }
         }
-        started.addTo(self)
         if !saves.isEmpty {
             records.saveStates(saves) { [self] resolutions in
-                state.withLock { state in
+                let deadline = state.withLock { state in
                     for resolution in resolutions { state.engine.resolve(resolution) }
+                    return state.engine.nextDeadline()
                 }
-                wakeTicker()
+                wakeTicker(deadline)
             }
         }
-        wakeTicker()
+        // One lock for the summary's count and the ticker's deadline: every worker thread takes this
+        // lock, and each extra taking made the others queue behind it.
+        wakeTicker(state.withLock { state in
+            started.add(to: &state.summary)
+            return state.engine.nextDeadline()
+        })
     }
 
-    func wakeTicker() {
-        if let deadline = nextDeadline() { ticker.wake(ifEarlierThan: deadline) }
+    func wakeTicker() { wakeTicker(nextDeadline()) }
+
+    /// Wakes the ticker when `deadline` (read under the lock by the caller) is earlier than its own.
+    func wakeTicker(_ deadline: Nanoseconds?) {
+        if let deadline { ticker.wake(ifEarlierThan: deadline) }
     }
 }
 

@@ -29,7 +29,7 @@ extension WorkerCore {
     func start(_ send: SendRequest) -> [EngineAction] {
         var tally = SendTally()
         let actions = start(send, counting: &tally)
-        tally.addTo(self)
+        state.withLock { tally.add(to: &$0.summary) }
         return actions
     }
 
@@ -179,8 +179,8 @@ extension WorkerCore {
     }
 }
 
-/// Sends started in one `perform`, by lane and priority, added to the summary under one lock rather
-/// than one lock per send (the core's lock is the one every worker thread takes).
+/// Sends started in one `perform`, by lane and priority, added to the summary when `perform` takes
+/// the core's lock anyway, rather than under one lock per send (every worker thread takes it).
 struct SendTally {
     private var counts: [(key: WorkerSummary.SendKey, sends: Int)] = []
 
@@ -194,10 +194,8 @@ struct SendTally {
         }
     }
 
-    func addTo(_ core: WorkerCore) {
-        guard !counts.isEmpty else { return }
-        core.state.withLock { state in
-            for (key, sends) in counts { state.summary.sends[key, default: 0] += sends }
-        }
+    /// Under the core's lock.
+    func add(to summary: inout WorkerSummary) {
+        for (key, sends) in counts { summary.sends[key, default: 0] += sends }
     }
 }
