@@ -25,14 +25,6 @@ extension WorkerCore {
         return actions
     }
 
-    /// `start(_:counting:)` for one send, counted in the summary under a lock of its own.
-    func start(_ send: SendRequest) -> [EngineAction] {
-        var tally = SendTally()
-        let actions = start(send, counting: &tally)
-        state.withLock { tally.add(to: &$0.summary) }
-        return actions
-    }
-
     /// Starts one send; returns follow-up actions when it failed synchronously. Its answer goes to
     /// the answer thread (`AnswerQueue`), which feeds it to the engine. The send is counted in `tally`,
     /// which `perform` adds to the summary once for all the sends it starts.
