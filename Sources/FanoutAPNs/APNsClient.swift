@@ -72,8 +72,7 @@ public final class APNsClient: Sendable {
         case .nghttp2: try HTTP2TransportEngine(configuration: configuration, queue: queue, counters: counters, finished: finished)
         }
         self.engine = engine
-        let thread = Thread { engine.run() }
-        thread.name = "fanout-apns"
+        let thread = Thread.named("fanout-apns") { engine.run() }
         thread.stackSize = 1 << 20
         thread.start()
     }

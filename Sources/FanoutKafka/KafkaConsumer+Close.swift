@@ -65,12 +65,11 @@ extension KafkaConsumer {
         let finished = DispatchSemaphore(value: 0)
         let result = Mutex<rd_kafka_resp_err_t?>(nil)
         let client = client
-        let closer = Thread {
+        let closer = Thread.named("fanout-close") {
             let err = client.withHandle { rd_kafka_consumer_close($0) }
             result.withLock { $0 = err }
             finished.signal()
         }
-        closer.name = "fanout-kafka-close"
         closer.start()
         let remaining = max(deadline - clock.now, .milliseconds(100))
         let timedOut = finished.wait(timeout: .now() + .milliseconds(Int(remaining.milliseconds))) == .timedOut

@@ -30,7 +30,7 @@ final class ControlServer: Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in
+        let thread = Thread.named("apns-sim-ctl") { [self] in
             servingThread.store(UInt(pthread_self()), ordering: .releasing)
             while running.load(ordering: .acquiring) {
                 var descriptor = pollfd(fd: socket.descriptor, events: Int16(POLLIN), revents: 0)
@@ -48,7 +48,6 @@ final class ControlServer: Sendable {
             }
             finished.signal()
         }
-        thread.name = "apns-sim-control"
         thread.start()
     }
 

@@ -24,14 +24,13 @@ final class DeliveryLogWriter: Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in
+        let thread = Thread.named("apns-sim-log") { [self] in
             while running.load(ordering: .acquiring) {
                 try? drain()
                 Thread.sleep(forTimeInterval: 0.05)
             }
             finished.signal()
         }
-        thread.name = "apns-sim-delivery-log"
         thread.start()
     }
 

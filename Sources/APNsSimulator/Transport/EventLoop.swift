@@ -70,11 +70,10 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in
+        let thread = Thread.named("apns-sim-loop-\(index)") { [self] in
             run()
             finished.signal()
         }
-        thread.name = "apns-sim-loop-\(index)"
         thread.stackSize = 1 << 20
         thread.start()
     }

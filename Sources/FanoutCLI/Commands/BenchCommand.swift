@@ -54,7 +54,7 @@ struct BenchCommand: Command {
 
         // CPU-bound and long: run it on its own thread, not on Swift's cooperative pool.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
+            let thread = Thread.named("fanout-bench") {
                 #if DEBUG
                 Output.out("note: this is a debug build; use 'swift run -c release fanout bench engine' for real figures")
                 #endif

@@ -59,7 +59,7 @@ enum BrokerControl: Equatable {
 
     /// Reads commands from standard input on a thread of its own until end of input.
     static func serveStandardInput(_ cluster: MockKafkaCluster) {
-        let thread = Thread {
+        let thread = Thread.named("broker-control") {
             var pending = Data()
             while true {
                 let chunk = FileHandle.standardInput.availableData
@@ -77,7 +77,6 @@ enum BrokerControl: Equatable {
                 }
             }
         }
-        thread.name = "broker-control"
         thread.start()
     }
 }

@@ -88,8 +88,7 @@ struct ReplayCommand: Command {
     /// The replay's Kafka calls block: run them on a thread of their own.
     static func runOnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try body() }) }
-            thread.name = "fanout-replay"
+            let thread = Thread.named("fanout-replay") { continuation.resume(with: Result { try body() }) }
             thread.start()
         }
     }

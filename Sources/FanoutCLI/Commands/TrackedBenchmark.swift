@@ -16,7 +16,7 @@ enum TrackedBenchmark {
         try args.finish()
         guard active > 0, events > 0 else { throw UsageError("counts must be positive") }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
+            let thread = Thread.named("fanout-bench") {
                 #if DEBUG
                 Output.out("note: this is a debug build; use 'swift run -c release fanout bench tracked' for real figures")
                 #endif

@@ -29,7 +29,7 @@ final class KafkaTopicTail: Sendable {
     }
 
     private func start() {
-        let thread = Thread { [self] in
+        let thread = Thread.named("demo-topic-tail") { [self] in
             while !state.withLock({ $0.stopping }) {
                 do {
                     let batch = try reader.poll(timeout: .milliseconds(100), maxMessages: 500)
@@ -47,7 +47,6 @@ final class KafkaTopicTail: Sendable {
             }
             finished.signal()
         }
-        thread.name = "demo-topic-tail"
         thread.start()
     }
 

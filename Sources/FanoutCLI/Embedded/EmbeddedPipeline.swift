@@ -209,8 +209,7 @@ final class EmbeddedPipeline: Sendable {
 /// its own, never on Swift's cooperative pool.
 func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.name = "fanout-blocking"
+        let thread = Thread.named("fanout-blocking") { continuation.resume(with: Result { try body() }) }
         thread.start()
     }
 }

@@ -53,7 +53,7 @@ final class AnswerQueue: Sendable {
 
     func start(core: WorkerCore) {
         state.withLock { $0.running = true }
-        let thread = Thread { [self] in
+        let thread = Thread.named("fanout-answers") { [self] in
             var taken: [Answer] = []
             taken.reserveCapacity(Self.batchLimit)
             while true {
@@ -77,7 +77,6 @@ final class AnswerQueue: Sendable {
             }
             finished.signal()
         }
-        thread.name = "fanout-answers"
         thread.start()
     }
 

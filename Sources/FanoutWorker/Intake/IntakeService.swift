@@ -85,11 +85,10 @@ final class IntakeService: PartitionActions {
         try consumer.subscribe([topics.activityUpdates, topics.broadcastUpdates])
         tokens.start()
         handoffs?.start()
-        let thread = Thread { [self] in
+        let thread = Thread.named("fanout-intake") { [self] in
             run()
             finish()
         }
-        thread.name = "fanout-intake"
         thread.start()
     }
 

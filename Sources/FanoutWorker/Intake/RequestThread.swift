@@ -28,11 +28,10 @@ final class RequestThread<Request: Sendable>: Sendable {
     }
 
     func start(_ loop: @escaping @Sendable () -> Void) {
-        let thread = Thread { [finished] in
+        let thread = Thread.named(name) { [finished] in
             loop()
             finished.signal()
         }
-        thread.name = name
         thread.start()
     }
 

@@ -18,11 +18,10 @@ final class PeriodicThread: Sendable {
     /// Starts the thread, unless it runs already.
     func start(_ body: @escaping @Sendable () -> Void) {
         guard !running.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in
+        let thread = Thread.named(name) { [self] in
             while stopped.wait(timeout: .now() + interval.timeInterval) == .timedOut { body() }
             finished.signal()
         }
-        thread.name = name
         thread.start()
     }
 

@@ -30,7 +30,7 @@ final class EngineTicker: Sendable {
 
     func start(core: WorkerCore) {
         running.store(true, ordering: .relaxed)
-        let thread = Thread { [self] in
+        let thread = Thread.named("fanout-ticker") { [self] in
             while running.load(ordering: .relaxed) {
                 // Any change from here on signals: the deadline read below may already be stale.
                 scheduled.store(Int64.max - 1, ordering: .relaxed)
@@ -44,7 +44,6 @@ final class EngineTicker: Sendable {
             }
             finished.signal()
         }
-        thread.name = "fanout-ticker"
         thread.start()
     }
 

@@ -22,12 +22,11 @@ final class HTTP2Resolver: Sendable {
     init(events: SocketEventSet) { self.events = events }
 
     func resolve(_ endpoint: HTTP2Endpoint, connection: Int, serial: UInt64) {
-        let thread = Thread { [self] in
+        let thread = Thread.named("fanout-apns-dns") { [self] in
             let result = endpoint.resolve()
             answers.withLock { $0.append(Answer(connection: connection, serial: serial, result: result)) }
             events.wake()
         }
-        thread.name = "fanout-apns-dns"
         thread.stackSize = 256 << 10
         thread.start()
     }

@@ -91,8 +91,7 @@ public final class AdminServer: Sendable {
             close(fd); close(wakeRead); close(wakeWrite)
             throw StartError(description: "admin server: already running")
         }
-        let thread = Thread { [self] in acceptLoop(listenFD: fd, wakeFD: wakeRead) }
-        thread.name = "fanout-admin"
+        let thread = Thread.named("fanout-admin") { [self] in acceptLoop(listenFD: fd, wakeFD: wakeRead) }
         thread.start()
         log?.info("admin server listening", ["host": .string(host), "port": .int(port)])
         return port
