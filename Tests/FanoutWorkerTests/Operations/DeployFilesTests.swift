@@ -90,7 +90,7 @@ import Testing
         let rules = try String(contentsOfFile: Self.rules, encoding: .utf8)
         let ruleExpressions = Self.values(of: "expr", inYAML: rules)
         let recorded = Set(Self.values(of: "record", inYAML: rules))
-        #expect(ruleExpressions.count == 11, "3 recording rules and 8 alerts")
+        #expect(ruleExpressions.count == 12, "3 recording rules and 9 alerts")
         #expect(recorded == ["fanout:dead_letters:rate5m", "fanout:token_feedback:rate5m", "fanout:consumer_lag:sum"])
         let testSeries = Self.values(of: "series", inYAML: try String(contentsOfFile: Self.ruleTests, encoding: .utf8))
             .map { String($0.prefix { $0 != "{" }) }
