@@ -93,6 +93,9 @@ public struct APNsResult: Sendable, Hashable {
     /// Why no HTTP response arrived (status nil); beside a status, a note on reading the response (e.g. its
     /// body was over the limit and cut short), kept so the worker can log it.
     public var transportFailure: String?
+    /// True when the client withdrew the request before writing it (its ownership had ended):
+    /// APNs never saw it. Set by the client; every other result leaves it false.
+    public var withdrawn = false
 
     public init(status: Int?, reason: APNsReason?, apnsID: String?, apnsUniqueID: String?, timestampMillis: Int64?,
                 outcome: SendOutcome, transportFailure: String?) {

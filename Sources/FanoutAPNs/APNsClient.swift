@@ -134,7 +134,7 @@ public final class APNsClient: Sendable {
 
     /// Whether `result` is of a request the `writeGate` withdrew: nothing was written, APNs never saw it.
     public static func isWithdrawn(_ result: APNsResult) -> Bool {
-        result.status == nil && result.transportFailure == APNsClientError.withdrawn.description
+        result.withdrawn
     }
 
     /// Stops intake, waits for queued and in-flight requests to complete until `deadline`, then fails
@@ -156,7 +156,9 @@ public final class APNsClient: Sendable {
     }
 
     static func result(for error: APNsClientError) -> APNsResult {
-        APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
-                   outcome: error.outcome, transportFailure: error.description)
+        var result = APNsResult(status: nil, reason: nil, apnsID: nil, apnsUniqueID: nil, timestampMillis: nil,
+                                outcome: error.outcome, transportFailure: error.description)
+        if case .withdrawn = error { result.withdrawn = true }
+        return result
     }
 }

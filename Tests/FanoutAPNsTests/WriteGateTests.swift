@@ -59,7 +59,13 @@ import Testing
             #expect(APNsClient.isWithdrawn(answered[n]!), "request \(n) (assignment 7) must be withdrawn")
             #expect(answered[n]!.outcome == APNsClientError.withdrawn.outcome)
         }
-        for n in [UInt64(1), 3] { #expect(answered[n]!.outcome == .delivered, "request \(n) (assignment 8) must be delivered") }
+        for n in [UInt64(1), 3] {
+            #expect(answered[n]!.outcome == .delivered, "request \(n) (assignment 8) must be delivered")
+            #expect(!APNsClient.isWithdrawn(answered[n]!))
+        }
+        // A failure before writing that is not a withdrawal (the client shut down) is a retry, not withdrawn.
+        #expect(!APNsClient.isWithdrawn(APNsResult.notSent(APNsClientError.withdrawn.description)),
+                "withdrawn is the client's flag, not the failure's text")
         #expect(harness.simulator.stats().accepted == 2, "the withdrawn requests never reached APNs")
         #expect(harness.simulator.stats().requests == 2)
         await client.shutdown(deadline: .now + .seconds(5))
