@@ -79,7 +79,7 @@ final class StateRestorer: Sendable {
                 }
             }
             guard !reading.isEmpty else {
-                Thread.sleep(forTimeInterval: 0.02)
+                requests.waitForRequests()
                 continue
             }
             let batch: KafkaPollBatch

@@ -72,6 +72,10 @@ final class TokenFollower: Sendable {
                     if following.remove(partition) != nil { unassign(PartitionID(topic: topic, partition: partition)) }
                 }
             }
+            guard !following.isEmpty else {
+                requests.waitForRequests()
+                continue
+            }
             let batch: KafkaPollBatch
             do {
                 batch = try reader.poll(timeout: .milliseconds(50), maxMessages: 2000)
