@@ -29,6 +29,10 @@ struct ProduceCommand: Command {
       --max-in-flight <n>         records awaiting acknowledgement at once (default: 10000)
       --timeout <seconds>         how long to wait for the last acknowledgements (default: 30)
       --property <name>=<value>   any librdkafka property (SASL, TLS, ...); repeat for several
+      --header <name>=<value>     a Kafka header on every record; repeat for several. A
+                                  'traceparent' must be a valid W3C trace context
+                                  (00-<32 hex>-<16 hex>-<2 hex>): the worker carries it into its
+                                  logs, dead letters, feedback records and /debug/targets
     """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
@@ -51,6 +55,7 @@ struct ProduceCommand: Command {
             }
             properties[String(property[..<equals])] = String(property[property.index(after: equals)...])
         }
+        let headers = try args.options("header").map(Self.header(parsing:))
         guard let path = args.positional() else { throw UsageError("give a file to read, or '-' for stdin") }
         try args.finish()
         guard let bootstrap, !bootstrap.isEmpty else {
@@ -63,7 +68,7 @@ struct ProduceCommand: Command {
 
         let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: bootstrap, properties))
         let decoder = EventDecoder(policy: EventPolicy(apps: Set(apps), maxEventBytes: maxEventBytes))
-        let run = ProduceRun(producer: producer, topic: topic, maxInFlight: maxInFlight)
+        let run = ProduceRun(producer: producer, topic: topic, headers: headers, maxInFlight: maxInFlight)
         // File reads, the in-flight bound and the final flush block: keep them off the cooperative pool.
         let rejected = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, Error>) in
             DispatchQueue(label: "fanout.produce").async {
@@ -83,6 +88,18 @@ struct ProduceCommand: Command {
         Output.out("\(outcome.produced) produced, \(rejected) rejected, \(outcome.failed) failed")
         return rejected == 0 && outcome.failed == 0 ? 0 : 1
     }
+
+    /// `name=value`; a `traceparent` the worker would ignore as invalid is refused here instead.
+    static func header(parsing text: String) throws -> KafkaHeader {
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+            throw UsageError("--header expects name=value, got '\(text)'")
+        }
+        let name = String(text[..<equals]), value = String(text[text.index(after: equals)...])
+        if name.lowercased() == TraceParent.headerName, TraceParent(header: value) == nil {
+            throw UsageError("--header traceparent: '\(value)' is not a W3C trace context (00-<32 hex>-<16 hex>-<2 hex>, lowercase, ids not all zero); the worker would ignore it")
+        }
+        return KafkaHeader(name: name, string: value)
+    }
 }
 
 /// Produces validated lines with at most `maxInFlight` records unacknowledged; runs on one thread.
@@ -96,12 +113,15 @@ private final class ProduceRun: Sendable {
 
     let producer: KafkaProducer
     let topic: String
+    /// On every record (`--header`).
+    let headers: [KafkaHeader]
     private let inFlight: DispatchSemaphore
     private let state = Mutex(Outcome())
 
-    init(producer: KafkaProducer, topic: String, maxInFlight: Int) {
+    init(producer: KafkaProducer, topic: String, headers: [KafkaHeader], maxInFlight: Int) {
         self.producer = producer
         self.topic = topic
+        self.headers = headers
         inFlight = DispatchSemaphore(value: maxInFlight)
     }
 
@@ -118,7 +138,7 @@ private final class ProduceRun: Sendable {
         while true {
             inFlight.wait()
             do {
-                try producer.produce(topic: topic, key: key, value: value) { result in
+                try producer.produce(topic: topic, key: key, value: value, headers: headers) { result in
                     self.record(result, line: line)
                     self.inFlight.signal()
                 }
