@@ -28,8 +28,14 @@ final class SendGate: WriteGate {
     private let origin = ContinuousClock.now
     private let log: Log
     private let metrics: FanoutMetrics
-    /// The clients to wake when the gate opens again; set once, before any send.
-    private let clients = Mutex<[APNsClient]>([])
+    /// The clients to wake when the gate opens again; set once, before any send. Held weakly: each
+    /// client holds this gate, so a strong list was a cycle that kept every client, its connections
+    /// and the metrics alive after the worker was released (LeakSanitizer at every `fanout run` exit).
+    private let clients = Mutex<[WeakClient]>([])
+
+    private struct WeakClient {
+        weak var client: APNsClient?
+    }
     private let ticking = PeriodicThread(name: "fanout-lease", every: SendGate.tickInterval)
 
     /// `sessionTimeout`: the consumer's `session.timeout.ms` (librdkafka's default 45 s when unset).
@@ -44,7 +50,7 @@ final class SendGate: WriteGate {
     }
 
     /// The clients this gate guards; called once, before the worker starts.
-    func guarding(_ clients: [APNsClient]) { self.clients.withLock { $0 = clients } }
+    func guarding(_ clients: [APNsClient]) { self.clients.withLock { $0 = clients.map { WeakClient(client: $0) } } }
 
     var isHolding: Bool { state.withLock { $0.lease.isHolding } }
 
@@ -70,7 +76,7 @@ final class SendGate: WriteGate {
         guard state.withLock({ $0.lease.pollReturned(startedAt: began) }) else { return }
         metrics.sendsHeld.labels().set(0)
         log.info("the consumer group has had its say after the stall: queued sends go on (those of partitions lost meanwhile are withdrawn)")
-        for client in clients.withLock({ $0 }) { client.wake() }
+        for client in clients.withLock({ $0.compactMap(\.client) }) { client.wake() }
     }
 
     // MARK: The ticking thread
