@@ -23,6 +23,8 @@ let package = Package(
         // Typed wrappers for variadic / macro C APIs that Swift cannot call.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
+        // nghttp2's allocator hook (nghttp2_mem) as a recycling pool per session: plain C, no Swift per allocation.
+        .target(name: "CNghttp2Shim", dependencies: ["CNghttp2"]),
 
         // MARK: Pure core (no C, no I/O)
         .target(name: "APNsModel", swiftSettings: strict),
@@ -34,7 +36,7 @@ let package = Package(
         // APNsModel for `Redact`, which masks tokens and JWTs in the dead-letter headers and stderr lines it writes.
         .target(name: "FanoutKafka", dependencies: ["CRdKafka", "FanoutCore", "APNsModel"], swiftSettings: strict),
         // The only importer of CNghttp2: nghttp2 sessions, the framed output over TLS, the epoll set.
-        .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "FanoutCrypto"], swiftSettings: strict),
+        .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "CNghttp2Shim", "FanoutCrypto"], swiftSettings: strict),
         .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2", "CCurl", "CCurlShim"], swiftSettings: strict),
         .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2"], swiftSettings: strict),
 
