@@ -27,8 +27,16 @@ public struct APNsHTTPRequest: Sendable, Hashable {
 }
 
 extension APNsRequest {
+    /// `apns-topic` of a Live Activity push for `bundleID` (docs/apns.md §3).
+    public static func liveActivityTopic(_ bundleID: String) -> String { bundleID + ".push-type.liveactivity" }
+
     /// The wire form: path and headers exactly as docs/apns.md §3 (device) and §6 (broadcast) describe.
-    public var http: APNsHTTPRequest {
+    public var http: APNsHTTPRequest { http(liveActivityTopic: nil) }
+
+    /// The wire form, with the device push's `apns-topic` given as `liveActivityTopic(bundleID)` made it
+    /// once for the app (a client sending many pushes keeps it instead of making the string per push);
+    /// nil makes it here.
+    public func http(liveActivityTopic: String?) -> APNsHTTPRequest {
         var headers: [APNsHTTPRequest.Header] = []
         headers.reserveCapacity(6)
         let path: String
@@ -36,7 +44,8 @@ extension APNsRequest {
         case .device(let token):
             path = "/3/device/" + token
             headers.append(.init("apns-push-type", "liveactivity"))
-            headers.append(.init("apns-topic", bundleID + ".push-type.liveactivity"))
+            assert(liveActivityTopic == nil || liveActivityTopic == Self.liveActivityTopic(bundleID), "the topic of another app")
+            headers.append(.init("apns-topic", liveActivityTopic ?? Self.liveActivityTopic(bundleID)))
             headers.append(.init("apns-priority", String(priority.rawValue)))
             headers.append(.init("apns-expiration", String(expiration)))
             if let apnsID { headers.append(.init("apns-id", apnsID)) }

@@ -30,6 +30,9 @@ public final class APNsClient: Sendable {
     private let counters = APNsClientCounters()
     private let finished = ShutdownSignal()
     private let engine: any TransportEngine
+    /// Per configured app: its credentials and the `apns-topic` of its Live Activity pushes, made once,
+    /// not once a push.
+    private let apps: [String: (credentials: APNsCredentials, liveActivityTopic: String)]
 
     /// Point-in-time numbers for metrics and health.
     public struct Stats: Sendable, Hashable {
@@ -67,6 +70,9 @@ public final class APNsClient: Sendable {
         try configuration.validate()
         self.configuration = configuration
         queue = SubmissionQueue(capacity: configuration.maxQueued)
+        apps = configuration.credentials.reduce(into: [:]) { apps, app in
+            apps[app.key] = (app.value, APNsRequest.liveActivityTopic(app.key))
+        }
         let engine: any TransportEngine = switch configuration.transport {
         case .curl: try CurlTransportEngine(configuration: configuration, queue: queue, counters: counters, finished: finished)
         case .nghttp2: try HTTP2TransportEngine(configuration: configuration, queue: queue, counters: counters, finished: finished)
@@ -89,12 +95,9 @@ public final class APNsClient: Sendable {
     /// withdrawn (`isWithdrawn`), never written.
     public func send(_ request: APNsRequest, permit: WritePermit? = nil,
                      completion: @escaping @Sendable (APNsResult) -> Void) throws(APNsClientError) {
-        try perform(request.http, permit: permit) { outcome in
-            switch outcome {
-            case .success(let response): completion(response.result())
-            case .failure(let error): completion(Self.result(for: error))
-            }
-        }
+        guard let app = apps[request.bundleID] else { throw .unknownApp(request.bundleID) }
+        try submit(request.http(liveActivityTopic: app.liveActivityTopic), credentials: app.credentials, permit: permit,
+                   completion: .push(completion))
     }
 
     /// Sends and waits. Enqueue failures come back as results (queue full and shut down as `.retry`,
@@ -113,6 +116,11 @@ public final class APNsClient: Sendable {
     func perform(_ request: APNsHTTPRequest, permit: WritePermit? = nil,
                  completion: @escaping @Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void) throws(APNsClientError) {
         guard let credentials = configuration.credentials[request.bundleID] else { throw .unknownApp(request.bundleID) }
+        try submit(request, credentials: credentials, permit: permit, completion: .exchange(completion))
+    }
+
+    private func submit(_ request: APNsHTTPRequest, credentials: APNsCredentials, permit: WritePermit?,
+                        completion: SubmissionCompletion) throws(APNsClientError) {
         if try queue.append(Submission(request: request, credentials: credentials, permit: permit, completion: completion)) {
             engine.wakeup()
         }

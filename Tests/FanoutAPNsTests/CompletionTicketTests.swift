@@ -13,7 +13,7 @@ import Testing
     final class CompletionLog: Sendable {
         let runs = Mutex<[Int: Int]>([:])
         func completion(_ n: Int) -> CarriedRequest.Completion {
-            { [self] _ in runs.withLock { $0[n, default: 0] += 1 } }
+            .exchange { [self] _ in runs.withLock { $0[n, default: 0] += 1 } }
         }
         func count(_ n: Int) -> Int { runs.withLock { $0[n] ?? 0 } }
     }

@@ -28,7 +28,7 @@ struct DispatchTicketIssuer {
 /// with the ticket it was given: a late report for an earlier dispatch of the same object finds a
 /// different ticket (or none) and takes nothing, so it can neither complete nor replace another request.
 struct CarriedRequest {
-    typealias Completion = @Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void
+    typealias Completion = SubmissionCompletion
 
     private var current: (ticket: DispatchTicket, completion: Completion)?
 
@@ -36,7 +36,7 @@ struct CarriedRequest {
     var ticket: DispatchTicket? { current?.ticket }
 
     /// Starts carrying a dispatched request. The object must be idle: one object, one request at a time.
-    mutating func begin(_ ticket: DispatchTicket, completion: @escaping Completion) {
+    mutating func begin(_ ticket: DispatchTicket, completion: Completion) {
         precondition(current == nil, "a transport object was dispatched while it still carried request \(current!.ticket)")
         current = (ticket, completion)
     }

@@ -10,7 +10,28 @@ struct Submission: Sendable {
     /// Runs once on the transport thread: `.success` for anything that went to the transport (an HTTP
     /// response, or a transport failure inside the response), `.failure` when the request could not be
     /// sent for a reason retrying cannot fix (the provider token cannot be signed).
-    var completion: @Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void
+    var completion: SubmissionCompletion
+}
+
+/// Whom a request's end is told: the raw HTTP exchange (channel management), or a push's caller, to
+/// whom the exchange is told as an `APNsResult`. Both are called the same way (`callAsFunction`); the
+/// push's mapping is done here, so a push carries its caller's closure alone, not a second closure
+/// allocated around it for every send.
+enum SubmissionCompletion: Sendable {
+    case exchange(@Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void)
+    case push(@Sendable (APNsResult) -> Void)
+
+    func callAsFunction(_ outcome: Result<APNsHTTPResponse, APNsClientError>) {
+        switch self {
+        case .exchange(let completion):
+            completion(outcome)
+        case .push(let completion):
+            switch outcome {
+            case .success(let response): completion(response.result())
+            case .failure(let error): completion(APNsClient.result(for: error))
+            }
+        }
+    }
 }
 
 /// The bounded hand-off from any thread to the transport thread: a ring buffer behind one Mutex.
