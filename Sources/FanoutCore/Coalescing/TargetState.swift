@@ -79,6 +79,10 @@ struct TargetState: Sendable {
     var waitingForLane = false
     /// Has a record in the state changelog (saved or restored): forgetting it deletes the record.
     var inChangelog = false
+    /// A send started since the target's state was last saved (`handoffState`): its priority-10 credit
+    /// and `lastSendAt` are spent but in no record yet, because the send was not delivered (it failed,
+    /// timed out, or is in flight). An orderly revoke saves such targets before the partition goes.
+    var sendUnsaved = false
     /// The last APNs outcome in 4 bytes (kind and HTTP status), for the debug snapshot.
     var lastOutcome: OutcomeSummary?
     var lastOutcomeAt: Nanoseconds = 0

@@ -21,10 +21,36 @@ extension FanoutEngine {
     /// Saves what the delivered send of target `index` leaves (`.saveState`); its offsets complete when
     /// the record is acknowledged (`resolve`).
     mutating func saveHandoff(_ index: Int, offsets: [Int64], partitionSlot: Int32, into actions: inout [EngineAction]) {
+        saveHandoff(handoff(of: index), index, offsets: offsets, partitionSlot: partitionSlot, into: &actions)
+    }
+
+    private mutating func saveHandoff(_ record: TargetHandoff, _ index: Int, offsets: [Int64], partitionSlot: Int32,
+                                      into actions: inout [EngineAction]) {
         guard let partition = partitions[Int(partitionSlot)]?.id else { return }
         targets[index].inChangelog = true
+        targets[index].sendUnsaved = false
         let resolution = makeResolution(offsets, partitionSlot: partitionSlot)
-        actions.append(.saveState(handoff(of: index), partition: partition, resolution: resolution))
+        actions.append(.saveState(record, partition: partition, resolution: resolution))
+    }
+
+    /// An orderly revoke of activity partition `partitionSlot`: saves every target whose last send is in
+    /// no record yet (it failed, timed out or is still in flight: APNs may have counted it all the same),
+    /// so the next owner restores the priority-10 credit and the send time it spent, not the state of
+    /// the last delivered send. The saves cover no offsets; the partition drains once they are
+    /// acknowledged, before its final commit and before the next owner is given it.
+    mutating func saveUnsavedSends(partitionSlot: Int32, into actions: inout [EngineAction]) {
+        var target = partitions[Int(partitionSlot)]!.firstTarget
+        while target >= 0 {
+            if targets[Int(target)].sendUnsaved {
+                // Not ended: an end known here and not delivered (cancelled with its start, dead-lettered,
+                // its token gone) is not yet done, and the next owner must judge its replay itself. A
+                // delivered end was saved already, and nothing is sent after it.
+                var record = handoff(of: Int(target))
+                record.ended = false
+                saveHandoff(record, Int(target), offsets: [], partitionSlot: partitionSlot, into: &actions)
+            }
+            target = targets[Int(target)].nextInPartition
+        }
     }
 
     func handoff(of index: Int) -> TargetHandoff {

@@ -60,7 +60,9 @@ extension FanoutEngine {
     /// The group is taking `revoked` away in an orderly rebalance (or the worker is leaving). No new
     /// send starts for them; each is drained (`.revokeDrained` with its final commit point, and
     /// forgotten) once its sends in flight are answered, or after `revokeDrainTimeout` at the latest
-    /// (`tick`). Partitions with nothing in flight are drained at once.
+    /// (`tick`). Partitions with nothing in flight are drained at once. With `handoffState`, the state
+    /// of targets whose last send was not saved is saved first, and the partition drains once that is
+    /// acknowledged too (`saveUnsavedSends`).
     public mutating func revoke(_ revoked: [PartitionID], now: Nanoseconds, into actions: inout [EngineAction]) {
         groupRebalancing()  // the member rejoins after a revoke
         for id in revoked {
@@ -70,6 +72,7 @@ extension FanoutEngine {
             partitions[Int(slot)]!.drainBy = now + configuration.revokeDrainTimeout
             partitions[Int(slot)]!.held = []
             closingCount += 1
+            if configuration.handoffState && partitions[Int(slot)]!.lane == .activity { saveUnsavedSends(partitionSlot: slot, into: &actions) }
             drainIfDone(slot, now: now, into: &actions)
         }
     }

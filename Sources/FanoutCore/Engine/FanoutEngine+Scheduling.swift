@@ -160,6 +160,7 @@ extension FanoutEngine {
         }
         targets[index].inFlightSendID = sendID
         targets[index].lastSendAt = now
+        if configuration.handoffState && targets[index].lane == .activity { targets[index].sendUnsaved = true }
         targets[index].sends &+= 1
         partitions[partitionSlot]!.inFlight += 1
         laneInFlight[partitions[partitionSlot]!.lane.slot] += 1
