@@ -191,8 +191,16 @@ final class Fixture: Sendable {
         // in the instant between stop and the rebind (CI failed that way once).
         let host = "127.77.\(UInt8.random(in: 1...254)).\(UInt8.random(in: 1...254))"
         let routes = AdminRoutes(metrics: { "" }, readiness: { .ready }, liveness: { .alive("idle") }, target: { _ in nil })
-        let server = AdminServer(host: host, port: 0, routes: routes)
-        let port = try server.start()
+        // And a port below the kernel's ephemeral range (32768-60999), which no bind to port 0 hands out:
+        // a freed ephemeral port was taken once in CI by a parallel test's listener on 0.0.0.0, port 0
+        // (SimulatorOnEveryAddress), which accepts on every loopback address, this one included.
+        var started: (server: AdminServer, port: Int)?
+        for _ in 0..<50 where started == nil {
+            let candidate = Int.random(in: 20_000..<32_000)
+            let server = AdminServer(host: host, port: candidate, routes: routes)
+            if let port = try? server.start() { started = (server, port) }
+        }
+        let (server, port) = try #require(started, "no free port below the ephemeral range on \(host)")
         #expect(try get(port: port, host: host, "/healthz").status == 200)
         #expect(throws: AdminServer.StartError.self) { try server.start() }
         server.stop()
