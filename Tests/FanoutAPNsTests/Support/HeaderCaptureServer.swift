@@ -81,7 +81,7 @@ final class HeaderCaptureServer: @unchecked Sendable {
     /// binds, as the other test servers pick theirs.
     private static func listen() throws -> (descriptor: Int32, port: Int) {
         for _ in 0..<50 {
-            let candidate = Int.random(in: 20_000..<32_768)
+            let candidate = TestPorts.draw()
             let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)

@@ -30,9 +30,9 @@ final class NghttpdServer: @unchecked Sendable {
         caFile = certificates.caCertificatePath
         var lastError = "no attempt"
         for _ in 0..<20 {
-            // Below Linux's ephemeral range (32768–60999): a port-0 listener or an outgoing connection of
-            // another test never holds it, so a connect that succeeds reached this server, not another one.
-            let candidate = Int.random(in: 20_000..<32_768)
+            // `TestPorts`: below Linux's ephemeral range and never drawn twice in the suite, so a connect that
+            // succeeds reached this server, not another test's (one that shared a random draw answered once).
+            let candidate = TestPorts.draw()
             let process = try ChildProcess(NghttpdServer.executable,
                                            ["-d", root, "--max-concurrent-streams=\(maxConcurrentStreams)", "--address=127.0.0.1",
                                             String(candidate), certificates.privateKeyPath, certificates.certificateChainPath])

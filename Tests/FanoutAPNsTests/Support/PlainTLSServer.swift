@@ -20,9 +20,9 @@ final class PlainTLSServer: @unchecked Sendable {
         let certificates = try CertificateAuthority.generateLoopbackServerFiles(in: directory)
         caFile = certificates.caCertificatePath
         for _ in 0..<20 {
-            // Below Linux's ephemeral range (32768–60999): a port-0 listener or an outgoing connection of
-            // another test never holds it, so a connect that succeeds reached this server, not another one.
-            let candidate = Int.random(in: 20_000..<32_768)
+            // `TestPorts`: below Linux's ephemeral range and never drawn twice in the suite, so a connect that
+            // succeeds reached this server, not another test's (one that shared a random draw answered once).
+            let candidate = TestPorts.draw()
             let process = try ChildProcess(Self.executable, ["s_server", "-accept", "127.0.0.1:\(candidate)", "-cert", certificates.certificateChainPath,
                                                              "-key", certificates.privateKeyPath, "-www", "-quiet"])
             if NghttpdServer.waitUntilListening(port: candidate, process: process) {

@@ -8,6 +8,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import FanoutWorker
+import FanoutTestSupport
 
 /// A raw HTTP/1.1 exchange over loopback: sends `request` bytes, reads until the server closes.
 /// A TCP connection to `host:port` (IPv4 loopback), or nil when it cannot be made.
@@ -191,12 +192,12 @@ final class Fixture: Sendable {
         // in the instant between stop and the rebind (CI failed that way once).
         let host = "127.77.\(UInt8.random(in: 1...254)).\(UInt8.random(in: 1...254))"
         let routes = AdminRoutes(metrics: { "" }, readiness: { .ready }, liveness: { .alive("idle") }, target: { _ in nil })
-        // And a port below the kernel's ephemeral range (32768-60999), which no bind to port 0 hands out:
-        // a freed ephemeral port was taken once in CI by a parallel test's listener on 0.0.0.0, port 0
+        // And a port from `TestPorts`, below the kernel's ephemeral range, which no bind to port 0 hands
+        // out: a freed ephemeral port was taken once in CI by a parallel test's listener on 0.0.0.0, port 0
         // (SimulatorOnEveryAddress), which accepts on every loopback address, this one included.
         var started: (server: AdminServer, port: Int)?
         for _ in 0..<50 where started == nil {
-            let candidate = Int.random(in: 20_000..<32_000)
+            let candidate = TestPorts.draw()
             let server = AdminServer(host: host, port: candidate, routes: routes)
             if let port = try? server.start() { started = (server, port) }
         }
