@@ -115,8 +115,8 @@ public final class APNsClient: Sendable {
     /// The raw HTTP exchange (used by the channel-management client).
     func perform(_ request: APNsHTTPRequest, permit: WritePermit? = nil,
                  completion: @escaping @Sendable (Result<APNsHTTPResponse, APNsClientError>) -> Void) throws(APNsClientError) {
-        guard let credentials = configuration.credentials[request.bundleID] else { throw .unknownApp(request.bundleID) }
-        try submit(request, credentials: credentials, permit: permit, completion: .exchange(completion))
+        guard let app = apps[request.bundleID] else { throw .unknownApp(request.bundleID) }
+        try submit(request, credentials: app.credentials, permit: permit, completion: .exchange(completion))
     }
 
     private func submit(_ request: APNsHTTPRequest, credentials: APNsCredentials, permit: WritePermit?,

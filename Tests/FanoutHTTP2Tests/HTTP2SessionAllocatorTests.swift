@@ -22,13 +22,7 @@ struct HTTP2SessionAllocatorTests {
                 streams.append(streamID)
             }
             try Harness.exchange(client, server)
-            for streamID in streams {
-                var response = HTTP2HeaderBlock()
-                response.add(":status", "200")
-                response.add("apns-id", "00000000-0000-0000-0000-000000000000", index: false)
-                serverSide.bodies[streamID] = Array("{}".utf8)
-                try server.submitResponse(streamID: streamID, &response, hasBody: true)
-            }
+            for streamID in streams { try Harness.respond(server, serverSide, streamID: streamID) }
             try Harness.exchange(client, server)
             for streamID in streams {
                 #expect(clientSide.headers[streamID]?[":status"] == "200")

@@ -86,6 +86,15 @@ struct HTTP2SessionTests {
         }
     }
 
+    /// Queues a 200 with an `apns-id` and the body `{}` on the server side of `streamID`.
+    static func respond(_ server: HTTP2Session, _ serverSide: Recorder, streamID: Int32) throws {
+        var response = HTTP2HeaderBlock()
+        response.add(":status", "200")
+        response.add("apns-id", "00000000-0000-0000-0000-000000000000", index: false)
+        serverSide.bodies[streamID] = Array("{}".utf8)
+        try server.submitResponse(streamID: streamID, &response, hasBody: true)
+    }
+
     static func request(path: String, body: Bool) -> HTTP2HeaderBlock {
         var block = HTTP2HeaderBlock()
         block.add(":method", "POST")
@@ -113,11 +122,7 @@ struct HTTP2SessionTests {
             #expect(serverSide.endOfStream == [streamID])
             #expect(server.hasStream(streamID))
 
-            var response = HTTP2HeaderBlock()
-            response.add(":status", "200")
-            response.add("apns-id", "00000000-0000-0000-0000-000000000000", index: false)
-            serverSide.bodies[streamID] = Array("{}".utf8)
-            try server.submitResponse(streamID: streamID, &response, hasBody: true)
+            try Self.respond(server, serverSide, streamID: streamID)
             try Self.exchange(client, server)
 
             #expect(clientSide.headers[streamID]?[":status"] == "200")
