@@ -58,7 +58,26 @@ extension FanoutEngine {
                       lastSentTimestamp: targets[index].lastSentTimestamp, lastSentSummary: targets[index].lastSentSummary,
                       bucket: targets[index].bucket, lastSendAt: targets[index].lastSendAt,
                       lastDeliveredAt: targets[index].lastDeliveredAt, tokenNotBefore: targets[index].tokenNotBefore,
-                      ended: targets[index].ended)
+                      ended: targets[index].ended, pushToStart: pushToStartCredit(of: index))
+    }
+
+    /// The bucket of the push-to-start token target `index` was started through, while not full again.
+    private func pushToStartCredit(of index: Int) -> TargetHandoff.PushToStartCredit? {
+        guard !pushToStartOfTarget.isEmpty, let entry = pushToStartOfTarget[Int32(index)],
+              entry.incarnation == targets[index].incarnation, let bucket = pushToStartBuckets[entry.token] else { return nil }
+        return TargetHandoff.PushToStartCredit(token: entry.token, bucket: bucket)
+    }
+
+    /// A saved push-to-start bucket: the emptier of it and the one known here wins (several targets
+    /// started through one token each carry the bucket as of their own save), and the target carries
+    /// it on in its own records.
+    private mutating func restore(_ credit: TargetHandoff.PushToStartCredit, slot: Int32, now: Nanoseconds) {
+        let settings = configuration.pushToStartBudget
+        let saved = credit.bucket.available(at: now, settings: settings)
+        if saved < pushToStartBuckets[credit.token]?.available(at: now, settings: settings) ?? settings.burst {
+            pushToStartBuckets[credit.token] = credit.bucket
+        }
+        pushToStartOfTarget[slot] = (targets[Int(slot)].incarnation, credit.token)
     }
 
     /// Merges one record into its target. A target already tracked (events read while the changelog
@@ -93,6 +112,7 @@ extension FanoutEngine {
         }
         targets[index].lastSendAt = max(targets[index].lastSendAt, record.lastSendAt)
         targets[index].tokenNotBefore = max(targets[index].tokenNotBefore, record.tokenNotBefore)
+        if let credit = record.pushToStart { restore(credit, slot: slot, now: now) }
         if record.ended {
             targets[index].ended = true
             targets[index].endAccepted = true

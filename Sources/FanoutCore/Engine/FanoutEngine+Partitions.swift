@@ -184,6 +184,7 @@ extension FanoutEngine {
         targets[index].generation &+= 1
         targets[index].key = ""
         targets[index].lastOutcome = nil
+        if !pushToStartOfTarget.isEmpty { pushToStartOfTarget[slot] = nil }
         freeSlots.append(slot)
     }
 

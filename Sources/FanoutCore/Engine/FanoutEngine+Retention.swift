@@ -151,5 +151,7 @@ extension FanoutEngine {
         where bucket.available(at: now, settings: configuration.pushToStartBudget) >= configuration.pushToStartBudget.burst {
             pushToStartBuckets[token] = nil
         }
+        // A full bucket is what a new owner starts with anyway: no record needs to carry it any more.
+        pushToStartOfTarget = pushToStartOfTarget.filter { pushToStartBuckets[$0.value.token] != nil }
     }
 }

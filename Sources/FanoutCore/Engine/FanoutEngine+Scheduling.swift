@@ -134,6 +134,7 @@ extension FanoutEngine {
             var bucket = pushToStartBuckets[token] ?? TokenBucket(capacity: configuration.pushToStartBudget.burst, now: now)
             _ = bucket.take(at: now, settings: configuration.pushToStartBudget)
             pushToStartBuckets[token] = bucket
+            pushToStartOfTarget[slot] = (targets[index].incarnation, token)
             priority = 10
         } else if major && targets[index].bucket.take(at: now, settings: settings) {
             priority = 10

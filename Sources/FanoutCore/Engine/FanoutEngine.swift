@@ -53,6 +53,10 @@ public struct FanoutEngine: Sendable {
     var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64])] = [:]
     public internal(set) var tokens = TokenRegistry()
     var pushToStartBuckets: [PushToken: TokenBucket] = [:]
+    /// The push-to-start token each activity target was (or is being) started through, by slot, while
+    /// that token's bucket is not full again: the target's state record carries the bucket to the next
+    /// owner (`TargetHandoff.pushToStart`). Only recently started targets are here.
+    var pushToStartOfTarget: [Int32: (incarnation: UInt32, token: PushToken)] = [:]
     var heap = DeadlineHeap()
     var apps: [String] = []
     var appIndexByName: [String: UInt16] = [:]

@@ -1,3 +1,5 @@
+import APNsModel
+
 /// What one activity target's next owner must know so that a handoff resets no budget and repeats
 /// no delivered state (docs/design.md §11): the facts of its last delivered send. One record per
 /// target on the compacted `fanout-state` topic, keyed by the activity key, in the partition of
@@ -9,8 +11,12 @@
 /// Wire form (`encoded()`, little-endian, 96 bytes plus the app's name):
 /// `version(1) flags(1) lastSentTimestamp(8) digest(8) ranks(4) progress(4×8) credits(8)
 /// refilledAt(8) lastSendAt(8) lastDeliveredAt(8) tokenNotBefore(8) appLength(2) app`.
+/// Version 2 is the same followed by the push-to-start credit (`pushToStart`):
+/// `tokenLength(2) token credits(8) refilledAt(8)`. A record without one is written as version 1,
+/// which a worker of an earlier release still reads during a rolling upgrade.
 public struct TargetHandoff: Sendable, Hashable {
-    public static let version: UInt8 = 1
+    /// The newest version this build writes and reads (it reads version 1 too).
+    public static let version: UInt8 = 2
     /// Bytes of the wire form before the app's name.
     static let fixedSize = 96
 
@@ -29,6 +35,16 @@ public struct TargetHandoff: Sendable, Hashable {
     public var tokenNotBefore: Int64
     /// Its end was delivered: nothing more is ever sent for it.
     public var ended: Bool
+    /// The push-to-start token this target was started through, with that token's bucket when saved,
+    /// while the bucket is not full again: starts are limited per push-to-start token (docs/design.md
+    /// §3), and the next owner must not give the token a fresh burst.
+    public var pushToStart: PushToStartCredit?
+
+    /// A push-to-start token's start bucket as one owner last knew it.
+    public struct PushToStartCredit: Sendable, Hashable {
+        public var token: PushToken
+        public var bucket: TokenBucket
+    }
 
     /// The wire form (see the type's comment).
     public func encoded() -> [UInt8] {
@@ -40,8 +56,8 @@ public struct TargetHandoff: Sendable, Hashable {
     /// Appends the wire form to `bytes` (a buffer reused for many records allocates once).
     public func encode(into bytes: inout [UInt8]) {
         let appBytes = app.utf8.prefix(Int(UInt16.max))
-        bytes.reserveCapacity(bytes.count + Self.fixedSize + appBytes.count)
-        bytes.append(Self.version)
+        bytes.reserveCapacity(bytes.count + Self.fixedSize + appBytes.count + (pushToStart.map { 18 + $0.token.byteCount } ?? 0))
+        bytes.append(pushToStart == nil ? 1 : Self.version)
         bytes.append(ended ? 1 : 0)
         Self.append(UInt64(bitPattern: lastSentTimestamp), to: &bytes)
         Self.append(lastSentSummary.digest, to: &bytes)
@@ -55,12 +71,20 @@ public struct TargetHandoff: Sendable, Hashable {
         bytes.append(UInt8(appBytes.count & 0xff))
         bytes.append(UInt8(appBytes.count >> 8))
         bytes.append(contentsOf: appBytes)
+        if let pushToStart {
+            let token = pushToStart.token.bytes  // at most PushToken.maxBytes
+            bytes.append(UInt8(token.count & 0xff))
+            bytes.append(UInt8(token.count >> 8))
+            bytes.append(contentsOf: token)
+            Self.append(pushToStart.bucket.credits.bitPattern, to: &bytes)
+            Self.append(UInt64(bitPattern: pushToStart.bucket.refilledAt), to: &bytes)
+        }
     }
 
     /// Reads the wire form of the record keyed `key`.
     public init(key: String, decoding bytes: [UInt8]) throws(HandoffDecodingError) {
         guard let version = bytes.first else { throw .truncated(bytes.count) }
-        guard version == Self.version else { throw .unknownVersion(version) }
+        guard version == 1 || version == 2 else { throw .unknownVersion(version) }
         guard bytes.count >= Self.fixedSize else { throw .truncated(bytes.count) }
         var reader = Reader(bytes: bytes, position: 1)
         let flags = reader.byte()
@@ -73,21 +97,31 @@ public struct TargetHandoff: Sendable, Hashable {
         var progress = ProgressValues(repeating: .nan)
         for slot in 0..<4 { progress[slot] = Double(bitPattern: reader.word()) }
         lastSentSummary = ContentSummary(digest: digest, ranks: ranks, progress: progress)
-        let credits = Double(bitPattern: reader.word())
-        let refilledAt = Int64(bitPattern: reader.word())
-        guard credits.isFinite, credits >= 0 else { throw .badCredits(credits) }
-        bucket = TokenBucket(credits: credits, refilledAt: refilledAt)
+        bucket = try reader.bucket()
         lastSendAt = Int64(bitPattern: reader.word())
         lastDeliveredAt = Int64(bitPattern: reader.word())
         tokenNotBefore = Int64(bitPattern: reader.word())
         let appLength = Int(reader.byte()) | Int(reader.byte()) << 8
-        guard bytes.count == Self.fixedSize + appLength else { throw .badLength(bytes.count, expected: Self.fixedSize + appLength) }
-        app = String(decoding: bytes[Self.fixedSize...], as: UTF8.self)
+        let appEnd = Self.fixedSize + appLength
+        guard version == 2 ? bytes.count >= appEnd + 2 : bytes.count == appEnd else {
+            throw .badLength(bytes.count, expected: appEnd + (version == 2 ? 2 : 0))
+        }
+        app = String(decoding: bytes[Self.fixedSize..<appEnd], as: UTF8.self)
         self.key = key
+        guard version == 2 else { return }
+        reader.position = appEnd
+        let tokenLength = Int(reader.byte()) | Int(reader.byte()) << 8
+        let expected = appEnd + 2 + tokenLength + 16
+        guard bytes.count == expected else { throw .badLength(bytes.count, expected: expected) }
+        guard (1...PushToken.maxBytes).contains(tokenLength) else { throw .badPushToStartToken(tokenLength) }
+        let token = PushToken(bytes: bytes[reader.position..<reader.position + tokenLength])
+        reader.position += tokenLength
+        pushToStart = PushToStartCredit(token: token, bucket: try reader.bucket())
     }
 
     init(key: String, app: String, lastSentTimestamp: Int64, lastSentSummary: ContentSummary, bucket: TokenBucket,
-         lastSendAt: Nanoseconds, lastDeliveredAt: Nanoseconds, tokenNotBefore: Int64, ended: Bool) {
+         lastSendAt: Nanoseconds, lastDeliveredAt: Nanoseconds, tokenNotBefore: Int64, ended: Bool,
+         pushToStart: PushToStartCredit? = nil) {
         self.key = key
         self.app = app
         self.lastSentTimestamp = lastSentTimestamp
@@ -97,6 +131,7 @@ public struct TargetHandoff: Sendable, Hashable {
         self.lastDeliveredAt = lastDeliveredAt
         self.tokenNotBefore = tokenNotBefore
         self.ended = ended
+        self.pushToStart = pushToStart
     }
 
     private static func append(_ word: UInt64, to bytes: inout [UInt8]) {
@@ -117,6 +152,14 @@ public struct TargetHandoff: Sendable, Hashable {
             for shift in stride(from: 0, to: 64, by: 8) { word |= UInt64(byte()) << UInt64(shift) }
             return word
         }
+
+        /// `credits(8) refilledAt(8)`.
+        mutating func bucket() throws(HandoffDecodingError) -> TokenBucket {
+            let credits = Double(bitPattern: word())
+            let refilledAt = Int64(bitPattern: word())
+            guard credits.isFinite, credits >= 0 else { throw .badCredits(credits) }
+            return TokenBucket(credits: credits, refilledAt: refilledAt)
+        }
     }
 }
 
@@ -128,14 +171,16 @@ public enum HandoffDecodingError: Error, Sendable, Hashable, CustomStringConvert
     case truncated(Int)
     case badLength(Int, expected: Int)
     case badCredits(Double)
+    case badPushToStartToken(Int)
 
     public var description: String {
         switch self {
-        case .unknownVersion(let version): "unknown record version \(version) (this build reads version \(TargetHandoff.version))"
+        case .unknownVersion(let version): "unknown record version \(version) (this build reads versions 1 to \(TargetHandoff.version))"
         case .unknownFlags(let flags): "unknown flags \(flags)"
         case .truncated(let count): "\(count) bytes, shorter than a record"
         case .badLength(let count, let expected): "\(count) bytes where the app's name makes \(expected)"
         case .badCredits(let credits): "priority-10 credits \(credits)"
+        case .badPushToStartToken(let length): "a push-to-start token of \(length) bytes (1...\(PushToken.maxBytes))"
         }
     }
 
@@ -146,6 +191,7 @@ public enum HandoffDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case .unknownFlags: "unknown-flags"
         case .truncated, .badLength: "bad-length"
         case .badCredits: "bad-credits"
+        case .badPushToStartToken: "bad-push-to-start-token"
         }
     }
 }

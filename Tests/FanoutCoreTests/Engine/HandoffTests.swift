@@ -159,4 +159,99 @@ import Testing
         }
         #expect(tombstones == ["export-42"])
     }
+
+    // MARK: The push-to-start bucket
+
+    static func oneStartAPushToStartToken() -> EngineConfiguration {
+        var configuration = handingOver()
+        configuration.pushToStartBudget = BudgetSettings(minInterval: sec, burst: 1, refillPerHour: 10)
+        return configuration
+    }
+
+    /// Owner A starts `k1` through push-to-start token B (a burst of 1): its record carries the token's
+    /// spent bucket.
+    static func ownerThatStartedThroughPushToStart() throws -> (record: TargetHandoff, a: Harness) {
+        var a = Harness(configuration: oneStartAPushToStartToken(), registerToken: false)
+        let start = try #require(a.feed(makeEvent("s1", target: "k1", kind: .start, timestamp: 100, alert: true, token: tokenB)).sends.first)
+        #expect(start.destination == .pushToStartToken(tokenB))
+        var records: [TargetHandoff] = []
+        for case let .saveState(record, _, resolution) in a.complete(start) {
+            records.append(record)
+            a.engine.resolve(resolution)
+        }
+        return (try #require(records.last), a)
+    }
+
+    /// Starts are limited per push-to-start token (docs/design.md §3): the next owner gets the token's
+    /// spent bucket with the target that spent it, so a start of another activity through the same
+    /// token waits for the credit to come back instead of drawing a fresh burst.
+    @Test func theNextOwnerKeepsThePushToStartBucketItsPredecessorSpent() throws {
+        let (record, a) = try Self.ownerThatStartedThroughPushToStart()
+        let credit = try #require(record.pushToStart, "the record of a target started through push-to-start carries the bucket")
+        #expect(credit.token == tokenB && credit.bucket.credits < 1)
+
+        var b = Harness(configuration: Self.oneStartAPushToStartToken(), registerToken: false)
+        b.now = a.now + 2 * sec
+        guard case let .restoreState(number, id)? = b.assign(activityPartition).last else {
+            Issue.record("no restore asked")
+            return
+        }
+        var new: [EngineAction] = []
+        b.engine.stateRestored(partition: number, assignment: id, records: [try TargetHandoff(key: record.key, decoding: record.encoded())],
+                               now: b.now, into: &new)
+        b.feed(makeEvent("s2", target: "k2", kind: .start, timestamp: 200, alert: true, token: tokenB))
+        #expect(b.advance(sec).sends.isEmpty, "the token's one start was spent under the previous owner")
+        let start = try #require(b.advance(359 * sec).sends.first, "sent once the bucket refilled (10 an hour)")
+        #expect(start.event.id == "s2" && start.destination == .pushToStartToken(tokenB))
+
+        var withoutChangelog = Self.oneStartAPushToStartToken()
+        withoutChangelog.handoffState = false
+        var fresh = Harness(configuration: withoutChangelog, registerToken: false)
+        fresh.now = b.now
+        fresh.assign(activityPartition)
+        fresh.feed(makeEvent("s2", target: "k2", kind: .start, timestamp: 200, alert: true, token: tokenB))
+        #expect(fresh.advance(sec).sends.first?.event.id == "s2",
+                "without the credit a handoff gives the token a fresh burst (sent min_interval after the assignment)")
+    }
+
+    /// The target's later records carry the bucket on while it is not full; once it is, records go
+    /// back to version 1 (what an earlier release reads).
+    @Test func laterRecordsCarryTheBucketUntilItIsFull() throws {
+        var (_, a) = try Self.ownerThatStartedThroughPushToStart()
+        a.register(tokenA, key: "k1", at: 100)
+        a.advance(2 * sec)
+        let update = try #require(a.feed(makeEvent("u1", target: "k1", timestamp: 101, status: "b")).sends.first)
+        var records: [TargetHandoff] = []
+        for case let .saveState(record, _, resolution) in a.complete(update) {
+            records.append(record)
+            a.engine.resolve(resolution)
+        }
+        #expect(try #require(records.last).pushToStart?.token == tokenB)
+        #expect(try #require(records.last).encoded().first == 2)
+
+        a.advance(3600 * sec)  // full again; the sweep forgets full buckets
+        a.advance(3600 * sec)
+        let later = try #require(a.feed(makeEvent("u2", target: "k1", timestamp: 102, status: "c")).sends.first)
+        records = []
+        for case let .saveState(record, _, _) in a.complete(later) { records.append(record) }
+        let last = try #require(records.last)
+        #expect(last.pushToStart == nil)
+        #expect(last.encoded().first == 1)
+    }
+
+    @Test func aVersion2RecordSurvivesItsWireFormAndRefusesABadToken() throws {
+        let (record, _) = try Self.ownerThatStartedThroughPushToStart()
+        let bytes = record.encoded()
+        #expect(bytes.first == 2)
+        #expect(bytes.count == TargetHandoff.fixedSize + record.app.utf8.count + 2 + tokenB.byteCount + 16)
+        let decoded = try TargetHandoff(key: record.key, decoding: bytes)
+        #expect(decoded.encoded() == bytes)
+        #expect(decoded.pushToStart == record.pushToStart)
+        #expect(throws: HandoffDecodingError.self) { try TargetHandoff(key: "k", decoding: bytes + [0]) }
+        #expect(throws: HandoffDecodingError.self) { try TargetHandoff(key: "k", decoding: Array(bytes.dropLast())) }
+        var noToken = Array(bytes.prefix(TargetHandoff.fixedSize + record.app.utf8.count))
+        noToken[0] = 2
+        noToken += [0, 0] + Array(repeating: 0, count: 16)
+        #expect(throws: HandoffDecodingError.badPushToStartToken(0)) { try TargetHandoff(key: "k", decoding: noToken) }
+    }
 }

@@ -10,8 +10,10 @@ struct SimulatedChangelog {
     /// Acknowledged records, per partition number and key.
     var records: [Int32: [String: TargetHandoff]] = [:]
     /// Writes produced and not yet acknowledged, in produce order; `sendSerial`: the target's send
-    /// count when the record was asked for (nil for a tombstone).
-    var writes: [(at: Nanoseconds, partition: Int32, key: String, record: TargetHandoff?, resolution: ResolutionID?, sendSerial: Int?)] = []
+    /// count when the record was asked for (nil for a tombstone); `startsCovered`: the push-to-start
+    /// token whose bucket the record carries, and how many starts through it had been sent then.
+    var writes: [(at: Nanoseconds, partition: Int32, key: String, record: TargetHandoff?, resolution: ResolutionID?, sendSerial: Int?,
+                  startsCovered: (token: String, starts: Int)?)] = []
     /// Restores under way, reported at `at`.
     var restores: [(partition: Int32, assignment: AssignmentID, at: Nanoseconds)] = []
     /// Activity partitions whose state was reported restored for their current assignment.
@@ -19,6 +21,10 @@ struct SimulatedChangelog {
     /// Sends started per target, and the targets whose latest send's state is acknowledged.
     var sendSerials: [String: Int] = [:]
     var lastSendSaved: Set<String> = []
+    /// Starts sent per push-to-start token (its label) and the partitions they came from; per key, what
+    /// its acknowledged record's push-to-start bucket covers.
+    var pushToStartStarts: [String: (count: Int, partitions: Set<Int32>)] = [:]
+    var startsCoveredByKey: [String: (token: String, starts: Int)] = [:]
 }
 
 extension Simulation {
@@ -31,12 +37,15 @@ extension Simulation {
             guard handsOverState, partition.topic == SimulatedWorkload.activityTopic else { throw fail("state saved for \(partition) without a changelog") }
             guard record.key.isEmpty == false else { throw fail("state saved without a key") }
             stats.stateSaves += 1
+            let covered = record.pushToStart.map { credit in
+                (credit.token.simulatedLabel, changelog.pushToStartStarts[credit.token.simulatedLabel]?.count ?? 0)
+            }
             writeState(partition: partition.partition, key: record.key, record: record, resolution: resolution,
-                       sendSerial: changelog.sendSerials[record.key, default: 0])
+                       sendSerial: changelog.sendSerials[record.key, default: 0], startsCovered: covered)
         case let .forgetState(key, partition):
             guard handsOverState else { throw fail("state tombstone without a changelog") }
             stats.stateTombstones += 1
-            writeState(partition: partition, key: key, record: nil, resolution: nil, sendSerial: nil)
+            writeState(partition: partition, key: key, record: nil, resolution: nil, sendSerial: nil, startsCovered: nil)
         case .restoreState:
             break  // assign() schedules the restore
         default:
@@ -45,10 +54,11 @@ extension Simulation {
         return true
     }
 
-    private mutating func writeState(partition: Int32, key: String, record: TargetHandoff?, resolution: ResolutionID?, sendSerial: Int?) {
+    private mutating func writeState(partition: Int32, key: String, record: TargetHandoff?, resolution: ResolutionID?, sendSerial: Int?,
+                                     startsCovered: (token: String, starts: Int)?) {
         // A partition's produces are acknowledged in order: one queue, times never decreasing.
         let at = max(now + random.between(1, random.chance(0.02) ? 20_000 : 100) * 1_000_000, changelog.writes.last?.at ?? .min)
-        changelog.writes.append((at, partition, key, record, resolution, sendSerial))
+        changelog.writes.append((at, partition, key, record, resolution, sendSerial, startsCovered))
     }
 
     /// A send starts: until its state is acknowledged, the target's watch does not survive a handoff.
@@ -56,6 +66,12 @@ extension Simulation {
         guard handsOverState else { return }
         changelog.sendSerials[request.target, default: 0] += 1
         changelog.lastSendSaved.remove(request.target)
+        if case let .pushToStartToken(token) = request.destination {
+            var starts = changelog.pushToStartStarts[token.simulatedLabel] ?? (0, [])
+            starts.count += 1
+            starts.partitions.insert(request.partition.partition)
+            changelog.pushToStartStarts[token.simulatedLabel] = starts
+        }
     }
 
     /// Acknowledgements that came due, then restores that came due.
@@ -64,6 +80,7 @@ extension Simulation {
             changelog.writes.removeFirst()
             changelog.records[write.partition, default: [:]][write.key] = write.record
             if let serial = write.sendSerial, serial == changelog.sendSerials[write.key, default: 0] { changelog.lastSendSaved.insert(write.key) }
+            changelog.startsCoveredByKey[write.key] = write.startsCovered
             if let resolution = write.resolution { engine.resolve(resolution) }
         }
         for index in changelog.restores.indices.reversed() where changelog.restores[index].at <= now {
@@ -86,6 +103,15 @@ extension Simulation {
     /// Whether `key`'s watch goes on under the partition's next owner (or the restarted worker).
     func watchSurvivesHandoff(_ key: String) -> Bool {
         handsOverState && changelog.lastSendSaved.contains(key) && (watches[key]?.inFlight ?? 0) == 0
+    }
+
+    /// Whether the push-to-start budget of token `label` goes on under the next owner: every start
+    /// through it came from one partition (keys of other partitions may have other owners, whose
+    /// buckets no record joins: README, "Rebalance and shutdown"), and an acknowledged record still in
+    /// the changelog carries the bucket as it was after the last of them.
+    func pushToStartBudgetSurvivesHandoff(_ label: String) -> Bool {
+        guard handsOverState, let starts = changelog.pushToStartStarts[label], starts.partitions.count == 1 else { return false }
+        return changelog.startsCoveredByKey.values.contains { $0.token == label && $0.starts == starts.count }
     }
 
     /// The worker died: unacknowledged writes never happened, restores under way are gone.

@@ -307,7 +307,8 @@ struct Simulation {
         for key in Array(watches.keys) where !watchSurvivesHandoff(key) { watches[key] = nil }
         stats.watchesHandedOver += watches.count
         changelogAfterCrash()
-        pushToStartBudgets = [:]
+        pushToStartBudgets = pushToStartBudgets.filter { pushToStartBudgetSurvivesHandoff($0.key) }
+        stats.pushToStartBudgetsHandedOver += pushToStartBudgets.count
         stats.endedForgotten += engine.forgottenTargets.ended
         engine = FanoutEngine(configuration: configuration)
         reassignAt = [:]

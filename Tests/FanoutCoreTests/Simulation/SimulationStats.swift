@@ -42,6 +42,7 @@ struct SimulationStats: CustomStringConvertible {
     var stateTombstones = 0
     var stateRestored = 0
     var watchesHandedOver = 0
+    var pushToStartBudgetsHandedOver = 0
     var drops: [String: Int] = [:]
     var deadLetters: [String: Int] = [:]
     var outcomes: [String: Int] = [:]
@@ -87,6 +88,7 @@ struct SimulationStats: CustomStringConvertible {
         stateTombstones += other.stateTombstones
         stateRestored += other.stateRestored
         watchesHandedOver += other.watchesHandedOver
+        pushToStartBudgetsHandedOver += other.pushToStartBudgetsHandedOver
         drops.merge(other.drops, uniquingKeysWith: +)
         deadLetters.merge(other.deadLetters, uniquingKeysWith: +)
         outcomes.merge(other.outcomes, uniquingKeysWith: +)
@@ -97,7 +99,7 @@ struct SimulationStats: CustomStringConvertible {
             + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) losses=\(losses) revokesInFlight=\(revokesWithSendsInFlight) "
             + "sendsWhileClosing=\(sendsWhileClosing) commits=\(commits) refused=\(commitsRefused) unanswered=\(commitsUnanswered) "
             + "lookups=\(lookups) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) laneFull=\(laneFull) "
-            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) endedForgotten=\(endedForgotten) stateSaves=\(stateSaves) stateTombstones=\(stateTombstones) stateRestored=\(stateRestored) watchesHandedOver=\(watchesHandedOver) drops=\(drops.sorted { $0.key < $1.key }) "
+            + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) endedForgotten=\(endedForgotten) stateSaves=\(stateSaves) stateTombstones=\(stateTombstones) stateRestored=\(stateRestored) watchesHandedOver=\(watchesHandedOver) pushToStartBudgetsHandedOver=\(pushToStartBudgetsHandedOver) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }
 }

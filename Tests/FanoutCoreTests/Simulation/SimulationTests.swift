@@ -56,6 +56,7 @@ import Testing
             // restored, and budgets held across handoffs.
             if seeds.contains(where: { $0 % 2 == 1 }) {
                 #expect(total.stateSaves > 0 && total.stateTombstones > 0 && total.stateRestored > 0 && total.watchesHandedOver > 0)
+                #expect(total.pushToStartBudgetsHandedOver > 0, "no crash kept a push-to-start token's budget")
             }
         }
     }
