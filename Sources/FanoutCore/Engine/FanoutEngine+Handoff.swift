@@ -21,15 +21,29 @@ extension FanoutEngine {
     /// Saves what the delivered send of target `index` leaves (`.saveState`); its offsets complete when
     /// the record is acknowledged (`resolve`).
     mutating func saveHandoff(_ index: Int, offsets: [Int64], partitionSlot: Int32, into actions: inout [EngineAction]) {
-        saveHandoff(handoff(of: index), index, offsets: offsets, partitionSlot: partitionSlot, into: &actions)
+        saveHandoff(handoff(of: index), index, resolution: makeResolution(offsets, partitionSlot: partitionSlot),
+                    partitionSlot: partitionSlot, into: &actions)
     }
 
-    private mutating func saveHandoff(_ record: TargetHandoff, _ index: Int, offsets: [Int64], partitionSlot: Int32,
+    /// The saves of ends settled without delivery whose feedback or dead letter was acknowledged
+    /// (`resolve`). A target forgotten since has its record tombstoned instead: its offsets complete.
+    mutating func saveSettledEnds(into actions: inout [EngineAction]) {
+        for save in settledEndSaves {
+            let index = Int(save.slot)
+            if targets[index].live && targets[index].incarnation == save.incarnation {
+                saveHandoff(handoff(of: index), index, resolution: save.resolution, partitionSlot: save.partitionSlot, into: &actions)
+            } else {
+                resolve(save.resolution)
+            }
+        }
+        settledEndSaves.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func saveHandoff(_ record: TargetHandoff, _ index: Int, resolution: ResolutionID, partitionSlot: Int32,
                                       into actions: inout [EngineAction]) {
         guard let partition = partitions[Int(partitionSlot)]?.id else { return }
         targets[index].inChangelog = true
         targets[index].sendUnsaved = false
-        let resolution = makeResolution(offsets, partitionSlot: partitionSlot)
         actions.append(.saveState(record, partition: partition, resolution: resolution))
     }
 
@@ -47,7 +61,8 @@ extension FanoutEngine {
                 // delivered end was saved already, and nothing is sent after it.
                 var record = handoff(of: Int(target))
                 record.ended = false
-                saveHandoff(record, Int(target), offsets: [], partitionSlot: partitionSlot, into: &actions)
+                saveHandoff(record, Int(target), resolution: makeResolution([], partitionSlot: partitionSlot),
+                            partitionSlot: partitionSlot, into: &actions)
             }
             target = targets[Int(target)].nextInPartition
         }

@@ -42,7 +42,8 @@ extension FanoutEngine {
         case let .tokenGone(reason, status, apnsTimestampMillis):
             targets[index].attempts = 0
             if event.kind == .end { targets[index].ended = true }
-            let resolution = makeResolution(send.update.offsets, partitionSlot: send.partitionSlot)
+            let resolution = makeResolution(send.update.offsets, partitionSlot: send.partitionSlot,
+                                            thenSave: settledEndToSave(index, slot: send.slot, event: event))
             switch send.destination {
             case let .activityToken(token), let .pushToStartToken(token):
                 if case .activityToken = send.destination { tokens.markGone(key: targets[index].key, token: token) }
@@ -63,7 +64,9 @@ extension FanoutEngine {
         case let .badPayload(reason, status):
             targets[index].attempts = 0
             if event.kind == .end { targets[index].ended = true }
-            deadLetter(send.update.offsets, partitionSlot: send.partitionSlot, reason: .rejectedByAPNs,
+            let resolution = makeResolution(send.update.offsets, partitionSlot: send.partitionSlot,
+                                            thenSave: settledEndToSave(index, slot: send.slot, event: event))
+            deadLetter(send.update.offsets, resolution: resolution, partitionSlot: send.partitionSlot, reason: .rejectedByAPNs,
                        detail: "APNs \(status) \(reason)", target: targets[index].key, app: apps[Int(appIndex)], into: &actions)
             configurationWorks(appIndex, send: sendID, now: now, into: &actions)
 
@@ -104,6 +107,15 @@ extension FanoutEngine {
         case .retry, .refreshAuth, .configError:
             break
         }
+    }
+
+    /// An activity's end settled without delivery (its token gone, or its payload refused): the target
+    /// has ended all the same. With the changelog its record says so once the feedback or dead letter
+    /// is acknowledged, and the end's offsets complete only after that record, so the next owner drops
+    /// what comes after it too; an end replayed before then is settled again (docs/design.md §11).
+    private func settledEndToSave(_ index: Int, slot: Int32, event: ActivityEvent) -> (slot: Int32, incarnation: UInt32)? {
+        guard event.kind == .end && configuration.handoffState && targets[index].lane == .activity else { return nil }
+        return (slot, targets[index].incarnation)
     }
 
     /// A lane-wide failure: the lane's failing episode starts (or goes on); reported once it lasted

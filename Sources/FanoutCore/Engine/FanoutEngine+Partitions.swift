@@ -225,10 +225,12 @@ extension FanoutEngine {
         }
     }
 
-    mutating func makeResolution(_ offsets: [Int64], partitionSlot: Int32) -> ResolutionID {
+    /// `thenSave`: the target whose state is saved once the record is acknowledged, before `offsets` complete.
+    mutating func makeResolution(_ offsets: [Int64], partitionSlot: Int32,
+                                 thenSave: (slot: Int32, incarnation: UInt32)? = nil) -> ResolutionID {
         let id = nextResolutionID
         nextResolutionID += 1
-        resolutions[id] = (partitionSlot, offsets)
+        resolutions[id] = (partitionSlot, offsets, thenSave)
         partitions[Int(partitionSlot)]!.resolutions.insert(id)
         return ResolutionID(rawValue: id)
     }
@@ -240,7 +242,13 @@ extension FanoutEngine {
 
     mutating func deadLetter(_ offsets: [Int64], partitionSlot: Int32, reason: RejectionReason, detail: String,
                              target: String, app: String?, into actions: inout [EngineAction]) {
-        let resolution = makeResolution(offsets, partitionSlot: partitionSlot)
+        deadLetter(offsets, resolution: makeResolution(offsets, partitionSlot: partitionSlot), partitionSlot: partitionSlot,
+                   reason: reason, detail: detail, target: target, app: app, into: &actions)
+    }
+
+    /// A dead letter that is one of the records `resolution` waits for.
+    mutating func deadLetter(_ offsets: [Int64], resolution: ResolutionID, partitionSlot: Int32, reason: RejectionReason,
+                             detail: String, target: String, app: String?, into actions: inout [EngineAction]) {
         actions.append(.deadLetter(DeadLetter(resolution: resolution, sources: sources(offsets, partitionSlot: partitionSlot),
                                               reason: reason, detail: detail, target: target, app: app)))
     }

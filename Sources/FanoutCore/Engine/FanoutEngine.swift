@@ -50,7 +50,12 @@ public struct FanoutEngine: Sendable {
     var partitionCacheIDs = [PartitionID?](repeating: nil, count: Int(partitionCacheMask) + 1)
     var partitionCacheSlots = [Int32](repeating: -1, count: Int(partitionCacheMask) + 1)
     static let partitionCacheMask: UInt32 = 63
-    var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64])] = [:]
+    /// Records asked for and not yet acknowledged, by resolution id, with the offsets they complete.
+    /// `thenSave`: an end settled without delivery, whose target's state is saved once this record
+    /// (its feedback or dead letter) is acknowledged; the offsets complete with that save.
+    var resolutions: [UInt64: (partitionSlot: Int32, offsets: [Int64], thenSave: (slot: Int32, incarnation: UInt32)?)] = [:]
+    /// Saves of settled ends that came due in `resolve`, produced at the next `tick`.
+    var settledEndSaves: [(slot: Int32, incarnation: UInt32, partitionSlot: Int32, resolution: ResolutionID)] = []
     public internal(set) var tokens = TokenRegistry()
     var pushToStartBuckets: [PushToken: TokenBucket] = [:]
     /// The push-to-start token each activity target was (or is being) started through, by slot, while
@@ -232,10 +237,17 @@ public struct FanoutEngine: Sendable {
         completeOffset(source.offset, partitionSlot: partitionSlot)
     }
 
-    /// A dead letter or feedback record the engine asked for was acknowledged: its offsets are done.
+    /// A dead letter, feedback or state record the engine asked for was acknowledged: its offsets are
+    /// done (after the target's state record, for an end settled without delivery: `tick` asks for it).
     public mutating func resolve(_ resolution: ResolutionID) {
         guard let entry = resolutions.removeValue(forKey: resolution.rawValue) else { return }
         partitions[Int(entry.partitionSlot)]?.resolutions.remove(resolution.rawValue)
+        if let save = entry.thenSave {
+            // Its own resolution, made now, holds the partition's drain until the record is acknowledged.
+            settledEndSaves.append((save.slot, save.incarnation, entry.partitionSlot,
+                                    makeResolution(entry.offsets, partitionSlot: entry.partitionSlot)))
+            return
+        }
         for offset in entry.offsets { completeOffset(offset, partitionSlot: entry.partitionSlot) }
     }
 
@@ -281,6 +293,7 @@ public struct FanoutEngine: Sendable {
         sweepIdleTargets(now: now)
         for forgotten in forgottenHandoffs { actions.append(.forgetState(key: forgotten.key, partition: forgotten.partition)) }
         forgottenHandoffs.removeAll(keepingCapacity: true)
+        if !settledEndSaves.isEmpty { saveSettledEnds(into: &actions) }
     }
 
     /// When `tick` next has work, or nil when nothing is scheduled. May be early (a timer that was
@@ -290,7 +303,7 @@ public struct FanoutEngine: Sendable {
         for app in paused.values where app.probeSendID == 0 && !app.parked.isEmpty {
             deadline = min(deadline ?? app.probeAt, app.probeAt)
         }
-        if !forgottenHandoffs.isEmpty { deadline = .min }  // tombstones to hand out at once
+        if !forgottenHandoffs.isEmpty || !settledEndSaves.isEmpty { deadline = .min }  // tombstones and saves to hand out at once
         if let retention = nextRetentionDeadline { deadline = min(deadline ?? retention, retention) }
         if let sweep = nextSweepDeadline { deadline = min(deadline ?? sweep, sweep) }
         if let drain = nextDrainDeadline { deadline = min(deadline ?? drain, drain) }

@@ -254,4 +254,31 @@ import Testing
         noToken += [0, 0] + Array(repeating: 0, count: 16)
         #expect(throws: HandoffDecodingError.badPushToStartToken(0)) { try TargetHandoff(key: "k", decoding: noToken) }
     }
+
+    // MARK: Ends settled without delivery
+
+    /// An end whose token APNs reports gone has ended the activity all the same: once its feedback record
+    /// is acknowledged the target's state is saved as ended, and only that record's acknowledgement
+    /// completes the end's offset, so a next owner that never reads the end again still drops what the
+    /// producer sends after it.
+    @Test func anEndWhoseTokenIsGoneIsSavedAsEndedBeforeItsOffsetCompletes() throws {
+        var a = Harness(configuration: Self.handingOver())
+        a.advance(0)
+        let end = try #require(a.feed(makeEvent("x1", kind: .end, timestamp: 100)).sends.first)
+        let answered = a.complete(end, .tokenGone(reason: "Unregistered", status: 410, apnsTimestampMillis: nil))
+        let feedback = try #require(answered.feedback.first)
+        #expect(!answered.contains { if case .saveState = $0 { true } else { false } }, "saved once the feedback is acknowledged")
+        a.engine.resolve(feedback.resolution)
+        #expect(a.engine.load(of: activityPartition)?.incomplete == 1, "the end's offset waits for its state record")
+        #expect(a.engine.nextDeadline() == .min, "the save goes out at the next tick")
+        var saved: [(TargetHandoff, ResolutionID)] = []
+        for case let .saveState(record, _, resolution) in a.advance(0) { saved.append((record, resolution)) }
+        let (record, resolution) = try #require(saved.first)
+        #expect(saved.count == 1 && record.ended && record.key == "export-42")
+        a.engine.resolve(resolution)
+        #expect(a.engine.load(of: activityPartition)?.incomplete == 0)
+
+        var b = Self.nextOwner(restoring: [record], at: a.now + 2 * sec)
+        #expect(b.feed(makeEvent("x2", timestamp: 200, status: "after")).drops == [.afterEnd])
+    }
 }

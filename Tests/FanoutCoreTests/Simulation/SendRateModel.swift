@@ -1,3 +1,4 @@
+import APNsModel
 @testable import FanoutCore
 
 /// The priority-10 budget of docs/design.md §3, written from the rule and not from the engine's bucket:
@@ -39,6 +40,9 @@ struct TargetWatch {
     var lastAttemptTimestamp: Int64 = .min
     var lastAcknowledgedTimestamp: Int64 = .min
     var endAcknowledged = false
+    /// An end APNs answered without delivering it (token gone, payload refused): the activity has
+    /// ended all the same, and nothing more may be sent for it. Where its newest offset is.
+    var endSettled: EventSource?
     var inFlight = 0
     var budget: PriorityBudgetModel
 
@@ -52,6 +56,7 @@ struct TargetWatch {
             inFlight += 1
         }
         if endAcknowledged { return "send after its end was delivered" }
+        if let endSettled { return "send after its end was settled without delivery (\(endSettled))" }
         if inFlight > 0 { return "two sends in flight" }
         if let lastSendAt, now - lastSendAt < Self.minInterval { return "sends \(now - lastSendAt) ns apart, min_interval 1 s" }
         let timestamp = request.event.timestamp
@@ -69,9 +74,19 @@ struct TargetWatch {
     }
 
     /// APNs answered a send of this target.
-    mutating func answered(_ request: SendRequest, acknowledged: Bool) {
+    mutating func answered(_ request: SendRequest, outcome: SendOutcome) {
         inFlight -= 1
-        guard acknowledged else { return }
+        switch outcome {
+        case .tokenGone, .badPayload:
+            if request.event.kind == .end, let newest = request.coveredOffsets.max() {
+                endSettled = EventSource(partition: request.partition, offset: newest)
+            }
+            return
+        case .retry, .refreshAuth, .configError:
+            return
+        case .delivered:
+            break
+        }
         lastAcknowledgedTimestamp = max(lastAcknowledgedTimestamp, request.event.timestamp)
         if request.event.kind == .end { endAcknowledged = true }
     }

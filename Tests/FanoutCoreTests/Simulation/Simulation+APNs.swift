@@ -129,10 +129,8 @@ extension Simulation {
     /// Book-keeping of what APNs answered, before the engine hears it.
     mutating func observeOutcome(_ flight: Flight) throws {
         let request = flight.request
-        var acknowledged = false
-        if case .delivered = flight.outcome { acknowledged = true }
         // A late answer of a previous owner's send says nothing about this owner's watch.
-        if flight.epoch == epoch[request.partition, default: 0] { watches[request.target]?.answered(request, acknowledged: acknowledged) }
+        if flight.epoch == epoch[request.partition, default: 0] { watches[request.target]?.answered(request, outcome: flight.outcome) }
         stats.count(flight.outcome)
         if flight.reachesDevice { deviceReceived(flight) }
         let sources = request.coveredOffsets.map { EventSource(partition: request.partition, offset: $0) }
@@ -174,8 +172,14 @@ extension Simulation {
         }
     }
 
+    /// What became of an event. Delivered and resolved are for good: a replay that later drops the
+    /// event (the next owner knows its end was delivered or settled) does not take back the push
+    /// the device has, or the dead letter or feedback record the producer was given.
     mutating func markDone(_ source: EventSource, _ how: Done) {
-        if case .delivered = done[source.partition]?[source.offset] { return }
+        switch done[source.partition]?[source.offset] {
+        case .delivered?, .resolved?: return
+        default: break
+        }
         done[source.partition, default: [:]][source.offset] = how
     }
 }

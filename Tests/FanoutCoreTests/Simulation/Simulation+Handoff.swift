@@ -100,9 +100,13 @@ extension Simulation {
         changelog.restores.append((number, assignment, now + random.between(0, random.chance(0.1) ? 20_000 : 1_500) * 1_000_000))
     }
 
-    /// Whether `key`'s watch goes on under the partition's next owner (or the restarted worker).
+    /// Whether `key`'s watch goes on under the partition's next owner (or the restarted worker): its
+    /// last send's state was acknowledged, or its end settled without delivery was committed (the next
+    /// owner never reads that end again, so only the changelog can tell it the activity ended).
     func watchSurvivesHandoff(_ key: String) -> Bool {
-        handsOverState && changelog.lastSendSaved.contains(key) && (watches[key]?.inFlight ?? 0) == 0
+        guard handsOverState, let watch = watches[key] else { return false }
+        if let end = watch.endSettled, let stored = stored[end.partition], stored > end.offset { return true }
+        return changelog.lastSendSaved.contains(key) && watch.inFlight == 0
     }
 
     /// Whether the push-to-start budget of token `label` goes on under the next owner: every start
