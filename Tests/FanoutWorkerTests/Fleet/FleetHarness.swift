@@ -178,14 +178,18 @@ final class FleetHarness: Sendable {
 
     /// Polls `condition` every 100 ms; after `timeout` (a bound against hangs, not a performance figure)
     /// fails naming what it waited for, with every process's log tail.
-    func eventually(_ what: String, timeout: Duration, _ condition: () throws -> Bool) async throws {
+    /// `pending`: what is still missing, said when the wait ends without it (read after the last check).
+    func eventually(_ what: String, timeout: Duration, pending: () -> String = { "" }, _ condition: () throws -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while true {
             if try condition() { return }
             if let gone = (allWorkerProcesses.map(\.process) + [broker, simulator]).first(where: \.exitedUnasked) {
                 throw FleetError("\(gone.name) exited on its own while waiting for: \(what)\n\(tails())")
             }
-            guard ContinuousClock.now < deadline else { throw FleetError("timed out after \(timeout) waiting for: \(what)\n\(tails())") }
+            guard ContinuousClock.now < deadline else {
+                let missing = pending()
+                throw FleetError("timed out after \(timeout) waiting for: \(what)\(missing.isEmpty ? "" : "; still missing: " + missing)\n\(tails())")
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
     }

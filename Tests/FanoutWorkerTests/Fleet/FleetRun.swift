@@ -113,12 +113,22 @@ final class FleetRun: Sendable {
         let streamEnded = now
         let final = try await producer.finish()
         let ends = producer.events.reduce(into: [Int32: Int64]()) { $0[$1.partition] = max($0[$1.partition] ?? 0, $1.offset + 1) }
-        try await harness.eventually("every activity's end delivered and every partition committed to its end", timeout: .seconds(90)) {
+        var missing = ""
+        try await harness.eventually("every activity's end delivered and every partition committed to its end", timeout: .seconds(90),
+                                     pending: { missing }) {
             let records = try harness.deliveries.refresh()
             let newest = newestStep(records)
-            guard newest.count == workload.activities, newest.values.allSatisfy({ $0 >= final }) else { return false }
+            let behind: [Int] = (0..<workload.activities).filter { (newest[$0] ?? -1) < final }
             let committed = try harness.committed()
-            return ends.allSatisfy { committed[$0.key] == .some($0.value) }
+            let uncommitted: [Int32] = ends.keys.filter { (committed[$0] ?? nil) != ends[$0] }.sorted()
+            let activities: [String] = behind.prefix(8).map { "\(workload.key($0)) at \(newest[$0] ?? -1)" }
+            let partitions: [String] = uncommitted.map { partition in
+                let offset: Int64? = committed[partition] ?? nil
+                return "\(partition) at \(offset.map { "\($0)" } ?? "nothing") of \(ends[partition]!)"
+            }
+            missing = "\(behind.count) activities short of step \(final) (\(activities.joined(separator: ", "))); "
+                + "partitions committed short of their end: \(partitions.joined(separator: ", "))"
+            return behind.isEmpty && uncommitted.isEmpty
         }
         sampling.store(false, ordering: .relaxed)
         await sampler.withLock { $0 }?.value
