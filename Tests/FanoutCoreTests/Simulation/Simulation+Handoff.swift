@@ -101,11 +101,13 @@ extension Simulation {
     }
 
     /// Whether `key`'s watch goes on under the partition's next owner (or the restarted worker): its
-    /// last send's state was acknowledged, or its end settled without delivery was committed (the next
-    /// owner never reads that end again, so only the changelog can tell it the activity ended).
+    /// last send's state was acknowledged; for an end settled without delivery, only once the end is
+    /// committed (the next owner never reads it again, so only the changelog can tell it the activity
+    /// ended; an end not committed is read again and settled again, whatever record an orderly revoke
+    /// saved of the target meanwhile).
     func watchSurvivesHandoff(_ key: String) -> Bool {
         guard handsOverState, let watch = watches[key] else { return false }
-        if let end = watch.endSettled, let stored = stored[end.partition], stored > end.offset { return true }
+        if let end = watch.endSettled { return stored[end.partition].map { $0 > end.offset } ?? false }
         return changelog.lastSendSaved.contains(key) && watch.inFlight == 0
     }
 
