@@ -21,6 +21,7 @@ extension FanoutEngine {
     /// Saves what the delivered send of target `index` leaves (`.saveState`); its offsets complete when
     /// the record is acknowledged (`resolve`).
     mutating func saveHandoff(_ index: Int, offsets: [Int64], partitionSlot: Int32, into actions: inout [EngineAction]) {
+        guard partitions[Int(partitionSlot)] != nil else { return }  // revoked: its offsets went with it
         saveHandoff(handoff(of: index), index, resolution: makeResolution(offsets, partitionSlot: partitionSlot),
                     partitionSlot: partitionSlot, into: &actions)
     }
@@ -73,7 +74,16 @@ extension FanoutEngine {
                       lastSentTimestamp: targets[index].lastSentTimestamp, lastSentSummary: targets[index].lastSentSummary,
                       bucket: targets[index].bucket, lastSendAt: targets[index].lastSendAt,
                       lastDeliveredAt: targets[index].lastDeliveredAt, tokenNotBefore: targets[index].tokenNotBefore,
-                      ended: targets[index].ended, pushToStart: pushToStartCredit(of: index))
+                      ended: targets[index].ended, pushToStart: pushToStartCredit(of: index),
+                      attributesType: attributesTypeToSave(of: index))
+    }
+
+    /// The attributes type whose profile summarizes target `index`'s content, when a start named one
+    /// other than what its app's activities get without a start (`appProfiles`): the next owner must
+    /// compare the next state with the same profile.
+    private func attributesTypeToSave(of index: Int) -> String? {
+        let profile = targets[index].profileIndex
+        return profile == appProfiles[Int(targets[index].appIndex)] ? nil : profileTypes[Int(profile)]
     }
 
     /// The bucket of the push-to-start token target `index` was started through, while not full again.
@@ -115,6 +125,11 @@ extension FanoutEngine {
         }
         let index = Int(slot)
         targets[index].inChangelog = true
+        if let type = record.attributesType, targets[index].profileIndex == appProfiles[Int(targets[index].appIndex)] {
+            // No start read here named another type (a replayed start names the record's own). A type
+            // this configuration has no profile for summarizes as the default, as its start would.
+            targets[index].profileIndex = profileIndexByType[type] ?? 0
+        }
         if record.lastSentTimestamp > targets[index].lastSentTimestamp {
             targets[index].lastSentTimestamp = record.lastSentTimestamp
             targets[index].lastSentSummary = record.lastSentSummary

@@ -109,8 +109,7 @@ extension FanoutEngine {
         if slotByKey.count >= configuration.maxTrackedTargets { evictIdleTargets() }
         let lane = hash.lane
         let appIndex = internApp(app)
-        var profileIndex: UInt16 = 0
-        if let type = configuration.attributesTypeByApp[app] { profileIndex = profileIndexByType[type] ?? 0 }
+        let profileIndex = appProfiles[Int(appIndex)]
         let settings = configuration.budget(lane: lane, app: app)
         let budgetClass: BudgetClass = lane == .broadcast ? .broadcast
             : configuration.frequentUpdatesApps.contains(app) ? .frequentUpdates : .activity
@@ -165,6 +164,7 @@ extension FanoutEngine {
         let index = UInt16(apps.count)
         apps.append(app)
         appIndexByName[app] = index
+        appProfiles.append(configuration.attributesTypeByApp[app].flatMap { profileIndexByType[$0] } ?? 0)
         return index
     }
 

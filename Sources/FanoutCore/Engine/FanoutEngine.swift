@@ -65,7 +65,12 @@ public struct FanoutEngine: Sendable {
     var heap = DeadlineHeap()
     var apps: [String] = []
     var appIndexByName: [String: UInt16] = [:]
+    /// By app index: the profile of the app's activities when no start names their type
+    /// (`attributesTypeByApp`, else the default's 0).
+    var appProfiles: [UInt16] = []
     var profiles: [MeaningProfile]
+    /// By profile index: the attributes type it is for ("" for the default at 0).
+    var profileTypes: [String]
     var profileIndexByType: [String: UInt16] = [:]
     var paused: [UInt16: PausedApp] = [:]
     /// Per lane (`Lane.slot`): targets backed off by a transport failure or 5xx, as (slot, incarnation),
@@ -104,12 +109,14 @@ public struct FanoutEngine: Sendable {
     public init(configuration: EngineConfiguration = EngineConfiguration()) {
         self.configuration = configuration
         self.random = SeededRandom(seed: configuration.randomSeed)
-        var profiles = [configuration.defaultMeaning]
+        var profiles = [configuration.defaultMeaning], profileTypes = [""]
         for (type, profile) in configuration.meaningProfiles.sorted(by: { $0.key < $1.key }) {
             profileIndexByType[type] = UInt16(profiles.count)
             profiles.append(profile)
+            profileTypes.append(type)
         }
         self.profiles = profiles
+        self.profileTypes = profileTypes
     }
 
     /// Reserves room for `targets` tracked targets and as many registered tokens up front, so the two

@@ -12,11 +12,15 @@ import APNsModel
 /// `version(1) flags(1) lastSentTimestamp(8) digest(8) ranks(4) progress(4×8) credits(8)
 /// refilledAt(8) lastSendAt(8) lastDeliveredAt(8) tokenNotBefore(8) appLength(2) app`.
 /// Version 2 is the same followed by the push-to-start credit (`pushToStart`):
-/// `tokenLength(2) token credits(8) refilledAt(8)`. A record without one is written as version 1,
-/// which a worker of an earlier release still reads during a rolling upgrade.
+/// `tokenLength(2) token credits(8) refilledAt(8)`. Version 3 adds the attributes type
+/// (`attributesType`): `tokenLength(2)`, then `token credits(8) refilledAt(8)` only when tokenLength is
+/// not 0, then `typeLength(2) type`. Each record is written in the lowest version that holds it, so
+/// most are version 1, which a worker of an earlier release still reads during a rolling upgrade.
 public struct TargetHandoff: Sendable, Hashable {
-    /// The newest version this build writes and reads (it reads version 1 too).
-    public static let version: UInt8 = 2
+    /// The newest version this build writes and reads (it reads every earlier one too).
+    public static let version: UInt8 = 3
+    /// The longest attributes type a record carries (as an event may name, `EventDecoder`).
+    static let maxAttributesTypeBytes = 256
     /// Bytes of the wire form before the app's name.
     static let fixedSize = 96
 
@@ -39,6 +43,10 @@ public struct TargetHandoff: Sendable, Hashable {
     /// while the bucket is not full again: starts are limited per push-to-start token (docs/design.md
     /// §3), and the next owner must not give the token a fresh burst.
     public var pushToStart: PushToStartCredit?
+    /// The attributes type whose meaning profile summarized `lastSentSummary`, when a start named one
+    /// other than the app's activities get without a start (`attributes_type_by_app`, else the
+    /// default): the next owner must summarize the next state with the same profile.
+    public var attributesType: String?
 
     /// A push-to-start token's start bucket as one owner last knew it.
     public struct PushToStartCredit: Sendable, Hashable {
@@ -56,8 +64,11 @@ public struct TargetHandoff: Sendable, Hashable {
     /// Appends the wire form to `bytes` (a buffer reused for many records allocates once).
     public func encode(into bytes: inout [UInt8]) {
         let appBytes = app.utf8.prefix(Int(UInt16.max))
-        bytes.reserveCapacity(bytes.count + Self.fixedSize + appBytes.count + (pushToStart.map { 18 + $0.token.byteCount } ?? 0))
-        bytes.append(pushToStart == nil ? 1 : Self.version)
+        let typeBytes = attributesType.map { $0.utf8.prefix(Self.maxAttributesTypeBytes) }
+        let version: UInt8 = typeBytes != nil ? 3 : pushToStart != nil ? 2 : 1
+        bytes.reserveCapacity(bytes.count + Self.fixedSize + appBytes.count + (pushToStart.map { 18 + $0.token.byteCount } ?? 2)
+                              + (typeBytes.map { 2 + $0.count } ?? 0))
+        bytes.append(version)
         bytes.append(ended ? 1 : 0)
         Self.append(UInt64(bitPattern: lastSentTimestamp), to: &bytes)
         Self.append(lastSentSummary.digest, to: &bytes)
@@ -68,23 +79,22 @@ public struct TargetHandoff: Sendable, Hashable {
         Self.append(UInt64(bitPattern: lastSendAt), to: &bytes)
         Self.append(UInt64(bitPattern: lastDeliveredAt), to: &bytes)
         Self.append(UInt64(bitPattern: tokenNotBefore), to: &bytes)
-        bytes.append(UInt8(appBytes.count & 0xff))
-        bytes.append(UInt8(appBytes.count >> 8))
-        bytes.append(contentsOf: appBytes)
+        Self.appendLengthPrefixed(appBytes, to: &bytes)
+        guard version >= 2 else { return }
         if let pushToStart {
-            let token = pushToStart.token.bytes  // at most PushToken.maxBytes
-            bytes.append(UInt8(token.count & 0xff))
-            bytes.append(UInt8(token.count >> 8))
-            bytes.append(contentsOf: token)
+            Self.appendLengthPrefixed(pushToStart.token.bytes, to: &bytes)  // at most PushToken.maxBytes
             Self.append(pushToStart.bucket.credits.bitPattern, to: &bytes)
             Self.append(UInt64(bitPattern: pushToStart.bucket.refilledAt), to: &bytes)
+        } else {
+            bytes.append(contentsOf: [0, 0])
         }
+        if let typeBytes { Self.appendLengthPrefixed(typeBytes, to: &bytes) }
     }
 
     /// Reads the wire form of the record keyed `key`.
     public init(key: String, decoding bytes: [UInt8]) throws(HandoffDecodingError) {
         guard let version = bytes.first else { throw .truncated(bytes.count) }
-        guard version == 1 || version == 2 else { throw .unknownVersion(version) }
+        guard (1...Self.version).contains(version) else { throw .unknownVersion(version) }
         guard bytes.count >= Self.fixedSize else { throw .truncated(bytes.count) }
         var reader = Reader(bytes: bytes, position: 1)
         let flags = reader.byte()
@@ -101,27 +111,38 @@ public struct TargetHandoff: Sendable, Hashable {
         lastSendAt = Int64(bitPattern: reader.word())
         lastDeliveredAt = Int64(bitPattern: reader.word())
         tokenNotBefore = Int64(bitPattern: reader.word())
-        let appLength = Int(reader.byte()) | Int(reader.byte()) << 8
+        let appLength = reader.length()
         let appEnd = Self.fixedSize + appLength
-        guard version == 2 ? bytes.count >= appEnd + 2 : bytes.count == appEnd else {
-            throw .badLength(bytes.count, expected: appEnd + (version == 2 ? 2 : 0))
+        guard version >= 2 ? bytes.count >= appEnd + 2 : bytes.count == appEnd else {
+            throw .badLength(bytes.count, expected: appEnd + (version >= 2 ? 2 : 0))
         }
         app = String(decoding: bytes[Self.fixedSize..<appEnd], as: UTF8.self)
         self.key = key
-        guard version == 2 else { return }
+        guard version >= 2 else { return }
         reader.position = appEnd
-        let tokenLength = Int(reader.byte()) | Int(reader.byte()) << 8
-        let expected = appEnd + 2 + tokenLength + 16
-        guard bytes.count == expected else { throw .badLength(bytes.count, expected: expected) }
-        guard (1...PushToken.maxBytes).contains(tokenLength) else { throw .badPushToStartToken(tokenLength) }
-        let token = PushToken(bytes: bytes[reader.position..<reader.position + tokenLength])
-        reader.position += tokenLength
-        pushToStart = PushToStartCredit(token: token, bucket: try reader.bucket())
+        let tokenLength = reader.length()
+        if tokenLength > 0 || version == 2 {
+            guard (1...PushToken.maxBytes).contains(tokenLength) else { throw .badPushToStartToken(tokenLength) }
+            guard bytes.count >= reader.position + tokenLength + 16 else {
+                throw .badLength(bytes.count, expected: reader.position + tokenLength + 16)
+            }
+            let token = PushToken(bytes: bytes[reader.position..<reader.position + tokenLength])
+            reader.position += tokenLength
+            pushToStart = PushToStartCredit(token: token, bucket: try reader.bucket())
+        }
+        if version == 3 {
+            guard bytes.count >= reader.position + 2 else { throw .badLength(bytes.count, expected: reader.position + 2) }
+            let typeLength = reader.length()
+            guard (1...Self.maxAttributesTypeBytes).contains(typeLength) else { throw .badAttributesType(typeLength) }
+            attributesType = String(decoding: bytes[reader.position..<min(bytes.count, reader.position + typeLength)], as: UTF8.self)
+            reader.position += typeLength
+        }
+        guard bytes.count == reader.position else { throw .badLength(bytes.count, expected: reader.position) }
     }
 
     init(key: String, app: String, lastSentTimestamp: Int64, lastSentSummary: ContentSummary, bucket: TokenBucket,
          lastSendAt: Nanoseconds, lastDeliveredAt: Nanoseconds, tokenNotBefore: Int64, ended: Bool,
-         pushToStart: PushToStartCredit? = nil) {
+         pushToStart: PushToStartCredit? = nil, attributesType: String? = nil) {
         self.key = key
         self.app = app
         self.lastSentTimestamp = lastSentTimestamp
@@ -132,6 +153,14 @@ public struct TargetHandoff: Sendable, Hashable {
         self.tokenNotBefore = tokenNotBefore
         self.ended = ended
         self.pushToStart = pushToStart
+        self.attributesType = attributesType
+    }
+
+    /// `length(2) bytes`, little-endian; `field` is at most UInt16.max bytes.
+    private static func appendLengthPrefixed<Field: Collection<UInt8>>(_ field: Field, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(field.count & 0xff))
+        bytes.append(UInt8(field.count >> 8))
+        bytes.append(contentsOf: field)
     }
 
     private static func append(_ word: UInt64, to bytes: inout [UInt8]) {
@@ -145,6 +174,11 @@ public struct TargetHandoff: Sendable, Hashable {
         mutating func byte() -> UInt8 {
             defer { position += 1 }
             return bytes[position]
+        }
+
+        /// A little-endian `length(2)`.
+        mutating func length() -> Int {
+            Int(byte()) | Int(byte()) << 8
         }
 
         mutating func word() -> UInt64 {
@@ -172,6 +206,7 @@ public enum HandoffDecodingError: Error, Sendable, Hashable, CustomStringConvert
     case badLength(Int, expected: Int)
     case badCredits(Double)
     case badPushToStartToken(Int)
+    case badAttributesType(Int)
 
     public var description: String {
         switch self {
@@ -181,6 +216,7 @@ public enum HandoffDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case .badLength(let count, let expected): "\(count) bytes where the app's name makes \(expected)"
         case .badCredits(let credits): "priority-10 credits \(credits)"
         case .badPushToStartToken(let length): "a push-to-start token of \(length) bytes (1...\(PushToken.maxBytes))"
+        case .badAttributesType(let length): "an attributes type of \(length) bytes (1...\(TargetHandoff.maxAttributesTypeBytes))"
         }
     }
 
@@ -192,6 +228,7 @@ public enum HandoffDecodingError: Error, Sendable, Hashable, CustomStringConvert
         case .truncated, .badLength: "bad-length"
         case .badCredits: "bad-credits"
         case .badPushToStartToken: "bad-push-to-start-token"
+        case .badAttributesType: "bad-attributes-type"
         }
     }
 }

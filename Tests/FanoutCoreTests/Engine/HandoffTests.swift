@@ -255,6 +255,75 @@ import Testing
         #expect(throws: HandoffDecodingError.badPushToStartToken(0)) { try TargetHandoff(key: "k", decoding: noToken) }
     }
 
+    // MARK: The attributes type's meaning profile
+
+    /// A profile for `ExportAttributes` only: a change of `units` under 10 is minor, held for max_quiet;
+    /// the app's activities get the default profile, where `units` is content like any other.
+    static func exportProfile() -> EngineConfiguration {
+        var configuration = oneStartAPushToStartToken()
+        configuration.meaningProfiles["ExportAttributes"] = MeaningProfile(progressFields: ["units"], minProgressDelta: 10, maxQuiet: 30 * sec)
+        return configuration
+    }
+
+    /// The start named `ExportAttributes`, which the app's activities do not get without one: every
+    /// record of the target names it, so the next owner summarizes the next state with the same profile
+    /// and holds a minor change, where a record without it would send the change as news.
+    @Test func theNextOwnerSummarizesWithTheProfileTheStartNamed() throws {
+        var a = Harness(configuration: Self.exportProfile(), registerToken: false)
+        let start = try #require(a.feed(makeEvent("s1", target: "k1", kind: .start, timestamp: 100, fields: [("units", 0)],
+                                                  alert: true, token: tokenB, attributesType: "ExportAttributes")).sends.first)
+        var records: [TargetHandoff] = []
+        for case let .saveState(record, _, resolution) in a.complete(start) {
+            records.append(record)
+            a.engine.resolve(resolution)
+        }
+        let record = try #require(records.last)
+        #expect(record.attributesType == "ExportAttributes")
+        #expect(record.encoded().first == 3)
+
+        func nextOwner(restoring record: TargetHandoff) throws -> Harness {
+            var b = Harness(configuration: Self.exportProfile(), registerToken: false)
+            b.now = a.now + 2 * sec
+            guard case let .restoreState(number, id)? = b.assign(activityPartition).last else {
+                throw HandoffTestFailure.noRestoreAsked
+            }
+            var new: [EngineAction] = []
+            b.engine.stateRestored(partition: number, assignment: id, records: [try TargetHandoff(key: record.key, decoding: record.encoded())],
+                                   now: b.now, into: &new)
+            b.register(tokenA, key: "k1", at: 100)
+            b.feed(makeEvent("u1", target: "k1", timestamp: 101, fields: [("units", 2)]))
+            return b
+        }
+        var b = try nextOwner(restoring: record)
+        #expect(b.advance(20 * sec).sends.isEmpty, "a change of 2 units is minor under ExportAttributes")
+        #expect(try #require(b.advance(10 * sec).sends.first).priority == 5, "held for max_quiet, then sent at priority 5")
+
+        var withoutType = record
+        withoutType.attributesType = nil
+        var fresh = try nextOwner(restoring: withoutType)
+        #expect(fresh.advance(sec).sends.first?.event.id == "u1", "under the app's default profile the change is news")
+    }
+
+    @Test func aVersion3RecordSurvivesItsWireFormWithAndWithoutAPushToStartCredit() throws {
+        var record = try Self.ownerThatStartedThroughPushToStart().record
+        record.attributesType = "ExportAttributes"
+        for credit in [record.pushToStart, nil] {
+            record.pushToStart = credit
+            let bytes = record.encoded()
+            #expect(bytes.first == 3)
+            #expect(bytes.count == TargetHandoff.fixedSize + record.app.utf8.count + (credit == nil ? 2 : 2 + tokenB.byteCount + 16)
+                    + 2 + "ExportAttributes".utf8.count)
+            let decoded = try TargetHandoff(key: record.key, decoding: bytes)
+            #expect(decoded.encoded() == bytes)
+            #expect(decoded.attributesType == "ExportAttributes" && decoded.pushToStart == credit)
+            #expect(throws: HandoffDecodingError.self) { try TargetHandoff(key: "k", decoding: bytes + [0]) }
+            #expect(throws: HandoffDecodingError.self) { try TargetHandoff(key: "k", decoding: Array(bytes.dropLast())) }
+            var noType = Array(bytes.dropLast("ExportAttributes".utf8.count + 2))
+            noType += [0, 0]
+            #expect(throws: HandoffDecodingError.badAttributesType(0)) { try TargetHandoff(key: "k", decoding: noType) }
+        }
+    }
+
     // MARK: Ends settled without delivery
 
     /// An end whose token APNs reports gone has ended the activity all the same: once its feedback record
@@ -281,4 +350,8 @@ import Testing
         var b = Self.nextOwner(restoring: [record], at: a.now + 2 * sec)
         #expect(b.feed(makeEvent("x2", timestamp: 200, status: "after")).drops == [.afterEnd])
     }
+}
+
+enum HandoffTestFailure: Error {
+    case noRestoreAsked
 }
