@@ -86,8 +86,8 @@ struct SimulatedWorkload {
                 timestamp += random.between(1, 5)
                 events.append(event(.end))
                 arrivals.append(time)
-                if random.chance(0.2) {  // a straggler after the end
-                    time += random.between(1_000_000, 2_000_000_000)
+                if random.chance(0.35) {  // a straggler after the end: soon, or late enough for the end to be committed and handed over first
+                    time += random.chance(0.4) ? random.between(1_000_000, 2_000_000_000) : random.between(5_000_000_000, 60_000_000_000)
                     timestamp += 1
                     events.append(event(.update))
                     arrivals.append(time)

@@ -257,7 +257,10 @@ struct Simulation {
                 try revoke(victim, into: &actions)
             }
         }
-        for (partition, at) in reassignAt where at <= now {
+        // Partitions due at once are assigned in a seeded order, never the hash order of this process
+        // (a replay must repeat the run).
+        let due = reassignAt.filter { $0.value <= now }.keys.sorted { $0.description < $1.description }
+        for partition in due.count > 1 ? due.shuffled(using: &random) : due {
             reassignAt[partition] = nil
             assign(partition)
         }
