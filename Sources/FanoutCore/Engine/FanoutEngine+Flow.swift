@@ -114,6 +114,9 @@ extension FanoutEngine {
         nextCommitAt = min(nextCommitAt, lastCommitPassAt + interval / 4)
     }
 
+    /// The group is rebalancing for this member: no `.commit` is offered until `groupSettled`.
+    public var commitsHeldForRebalance: Bool { groupIsRebalancing }
+
     /// The worker is stopping: no more `.commit`; it commits `uncommittedPoints()` itself, once,
     /// before it leaves the group (a commit after that could only fail against a closed consumer).
     public mutating func stopCommitting() { commitsStopped = true }

@@ -75,7 +75,7 @@ final class IntakeService: PartitionActions {
         handoffs = topics.state.isEmpty ? nil : try StateRestorer(configuration: settings.kafka, topic: topics.state, core: core)
         self.core = core
         self.relay = relay
-        commits = OffsetCommitter(consumer: consumer, core: core)
+        commits = OffsetCommitter(consumer: consumer, core: core, commitInterval: settings.configuration.kafka.commitInterval)
         gaugeInterval = settings.configuration.kafka.commitInterval
         relay.set(self)
         core.setPartitionActions(self)
@@ -202,6 +202,7 @@ final class IntakeService: PartitionActions {
                 updateLag()
                 updatePartitionGauges()
                 core.updateGauges()
+                core.metrics.commitWaiting.labels().set(Int(commits.waiting.components.seconds))
                 lastGauges = .now
             }
         }

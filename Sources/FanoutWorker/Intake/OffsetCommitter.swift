@@ -13,11 +13,24 @@ import Synchronization
 ///
 /// While the group rebalances the engine offers no commit (`FanoutEngine.groupRebalancing`); what
 /// was queued here before is withdrawn (`withdrawQueued`) and offered again once it settles.
+///
+/// An outstanding commit that librdkafka has not answered within `answerDeadline` is given up when
+/// the engine offers the next (a warning, `fanout_offset_commits_total{result="unanswered"}`): the next
+/// starts without it, and a late answer still reaches the engine, which acts only on the newest offer.
+/// Waiting on it forever stopped every commit of a worker with nothing in its log (stop 27, an
+/// AddressSanitizer run of the fleet's SIGTERM scenario: six partitions committed short of their end
+/// for 90 s while every state was delivered). `fanout_offset_commit_waiting_seconds` says how long the
+/// outstanding one has waited.
 final class OffsetCommitter: Sendable {
     private struct State: Sendable {
-        var outstanding: KafkaCommitID?
+        var outstanding: (id: KafkaCommitID, since: ContinuousClock.Instant, partitions: Int)?
         var next: [PartitionID: Int64] = [:]
     }
+
+    /// How long an outstanding commit may go unanswered before the next one starts without it: ten
+    /// commit intervals, at least 10 s (a coordinator answers in milliseconds; while the group
+    /// rebalances the engine offers nothing, so a commit held by a rebalance is not given up then).
+    let answerDeadline: Duration
 
     /// Answers meaning "the group is rebalancing": commits of this generation are refused until it settles.
     private static let rebalanceCodes: Set<KafkaResponseCode> = [.rebalanceInProgress, .illegalGeneration]
@@ -26,18 +39,33 @@ final class OffsetCommitter: Sendable {
     private let core: WorkerCore
     private let state = Mutex(State())
 
-    init(consumer: KafkaConsumer, core: WorkerCore) {
+    init(consumer: KafkaConsumer, core: WorkerCore, commitInterval: Duration) {
         self.consumer = consumer
         self.core = core
+        answerDeadline = max(.seconds(10), commitInterval * 10)
     }
+
+    /// How long the outstanding commit has waited for its answer (zero when none is outstanding).
+    var waiting: Duration { state.withLock { $0.outstanding.map { .now - $0.since } ?? .zero } }
 
     /// Commits `points` now, or as soon as the outstanding commit is answered. Any thread.
     func enqueue(_ points: [CommitPoint]) {
         guard !points.isEmpty else { return }
-        let send: [CommitPoint]? = state.withLock { state in
+        let (send, abandoned): ([CommitPoint]?, (waited: Duration, partitions: Int)?) = state.withLock { state in
             for point in points { state.next[point.partition] = max(point.offset, state.next[point.partition] ?? .min) }
-            guard state.outstanding == nil else { return nil }
-            return takeNext(&state)
+            var abandoned: (Duration, Int)?
+            if let outstanding = state.outstanding {
+                let waited = ContinuousClock.now - outstanding.since
+                guard waited >= answerDeadline else { return (nil, nil) }
+                abandoned = (waited, outstanding.partitions)
+                state.outstanding = nil
+            }
+            return (takeNext(&state), abandoned)
+        }
+        if let abandoned {
+            core.metrics.commits.labels("unanswered").increment()
+            core.log.warning("offset commit unanswered; the next starts without waiting for it",
+                             ["waited": .duration(abandoned.waited), "partitions": .int(abandoned.partitions)])
         }
         if let send { start(send) }
     }
@@ -64,7 +92,7 @@ final class OffsetCommitter: Sendable {
             }
             held += points.filter { !failed.contains($0.partition) }
             let send: [CommitPoint]? = state.withLock { state in
-                guard state.outstanding == answer.id else { return nil }
+                guard state.outstanding?.id == answer.id else { return nil }
                 state.outstanding = nil
                 return takeNext(&state)
             }
@@ -99,7 +127,7 @@ final class OffsetCommitter: Sendable {
     private func start(_ points: [CommitPoint]) {
         do {
             let id = try consumer.commitAsync(Self.offsets(points))
-            state.withLock { $0.outstanding = id }
+            state.withLock { $0.outstanding = (id, .now, points.count) }
         } catch {
             // Not started (the consumer closed, or librdkafka refused): no answer will come.
             core.metrics.commits.labels("failed").increment()

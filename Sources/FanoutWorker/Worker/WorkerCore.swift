@@ -281,11 +281,13 @@ final class WorkerCore: Sendable {
             let unmatched = lanes.unmatchedEndsSinceLastCall(lane: lane, current: stats.unmatchedEnds)
             if unmatched > 0 { metrics.apnsUnmatchedEnds.labels(lane.rawValue).increment(by: UInt64(unmatched)) }
         }
-        let (registry, busy, tracked, forgotten, reported) = state.withLock { state in
+        let (registry, busy, tracked, forgotten, reported, commitsHeld) = state.withLock { state in
             let forgotten = state.engine.forgottenTargets
             defer { state.forgottenReported = forgotten }
-            return (state.engine.tokens.count, state.engine.busyTargets(), state.engine.targetCount, forgotten, state.forgottenReported)
+            return (state.engine.tokens.count, state.engine.busyTargets(), state.engine.targetCount, forgotten, state.forgottenReported,
+                    state.engine.commitsHeldForRebalance)
         }
+        metrics.commitsHeld.labels().set(commitsHeld ? 1 : 0)
         metrics.tokenRegistrySize.labels().set(registry)
         metrics.trackedTargets.labels().set(tracked)
         metrics.targetsForgotten.labels("ended").increment(by: forgotten.ended - reported.ended)

@@ -58,6 +58,48 @@ extension WorkerIntegration {
             await worker.stop(timeout: .seconds(5))
         }
 
+        /// A commit the coordinator has not answered for ten commit intervals (at least 10 s) no
+        /// longer holds back the next one: the worker gives it up when the engine offers the next, so
+        /// states delivered meanwhile are committed while the first answer is still on its way. (The
+        /// mock stores a commit on receipt and delays only its answer; waiting for that answer, the
+        /// worker sent nothing newer for 30 s.)
+        @Test func aCommitUnansweredForItsDeadlineDoesNotHoldTheNext() async throws {
+            let harness = try IntegrationHarness(partitions: 2, coordinatorApart: true)
+            let keys = (0..<4).map { "unanswered-\($0)" }
+            let tokens = keys.indices.map { IntegrationHarness.token(80 + $0) }
+            let base = IntegrationHarness.now - 600
+            for (key, token) in zip(keys, tokens) { try await harness.registerToken(key: key, token: token, at: base - 10) }
+            let metrics = FanoutMetrics()
+            let worker = try harness.makeWorker(name: "u", metrics: metrics, kafkaProperties: [
+                "session.timeout.ms": "45000", "max.poll.interval.ms": "50000", "heartbeat.interval.ms": "500"])
+            try worker.start()
+            func deliverAndCommit(_ round: Int) async throws {
+                var expected: [String: Int] = [:]
+                for (key, token) in zip(keys, tokens) {
+                    _ = try await harness.produceProgress(key: key, token: token, progress: round, base: base)
+                    expected[token] = round
+                }
+                try await harness.eventually("round \(round) delivered") { harness.devicesShow(tokens, progress: expected) }
+            }
+            try await deliverAndCommit(0)
+            try await harness.eventually("round 0 committed") { try harness.allCommitted() }
+
+            try harness.cluster.setBrokerRoundTripTime(1, milliseconds: 30_000)
+            let slowed = ContinuousClock.now
+            try await deliverAndCommit(1)   // its commit is stored at once and answered in 30 s
+            try await deliverAndCommit(2)   // its commit waits behind round 1's until that one is given up
+            try await harness.eventually("round 1's unanswered commit given up", timeout: .seconds(28)) {
+                metrics.commits.labels("unanswered").value >= 1
+            }
+            print("measured: an unanswered commit given up \(seconds(since: slowed)) after the coordinator was slowed to 30 s")
+            #expect(harness.logs.lines.contains { $0.contains("offset commit unanswered; the next starts without waiting for it") })
+            // Reading the committed offsets goes through the slowed coordinator too.
+            try harness.cluster.setBrokerRoundTripTime(1, milliseconds: 0)
+            try await harness.eventually("round 2 committed") { try harness.allCommitted() }
+            try harness.cluster.setBrokerRoundTripTime(1, milliseconds: 0)
+            await worker.stop(timeout: .seconds(5))
+        }
+
         /// A second member joins while the first delivers a steady stream over 8 partitions: the
         /// partitions that stay with the first keep delivering during the cooperative rebalance.
         @Test func keptPartitionsKeepDeliveringWhileASecondMemberJoins() async throws {

@@ -36,6 +36,8 @@ public final class FanoutMetrics: Sendable {
     public let sendStalls: CounterFamily
     /// 1 while no send is written after such a stall, else 0.
     public let sendsHeld: GaugeFamily
+    public let commitsHeld: GaugeFamily
+    public let commitWaiting: GaugeFamily
     /// Sends withdrawn before they were written: decided under an assignment that ended meanwhile. Labels: lane.
     public let sendsWithdrawn: CounterFamily
     /// Sends made at priority 5 because the target's priority-10 budget was empty. Labels: lane.
@@ -127,6 +129,8 @@ public final class FanoutMetrics: Sendable {
                                          labels: ["lane"], buckets: Self.latencyBuckets)
         sendStalls = registry.counter("fanout_send_stalls_total", help: "Times this process was found not to have run for half the consumer session timeout (stopped, swapped out, starved); each holds every send until a consumer poll has let librdkafka report what the group did meanwhile.")
         sendsHeld = registry.gauge("fanout_sends_held", help: "1 while no send is written after a stall of the process (fanout_send_stalls_total), else 0.")
+        commitsHeld = registry.gauge("fanout_commits_held", help: "1 while the group rebalances for this member and no offset commit is offered until it settles, else 0.")
+        commitWaiting = registry.gauge("fanout_offset_commit_waiting_seconds", help: "Whole seconds the outstanding offset commit has waited for Kafka's answer (0 when none is outstanding); given up after ten commit intervals, at least 10 s.")
         sendsWithdrawn = registry.counter("fanout_sends_withdrawn_total", help: "Sends withdrawn before they were written, by lane: decided under an assignment of their partition that ended meanwhile (lost, drained or given back); the next owner sends from the last commit.", labels: ["lane"])
         apnsUnmatchedEnds = registry.counter("fanout_apns_unmatched_ends_total", help: "End reports of the HTTP/2 transport that matched no request in flight, by lane: each is ignored (it never completes another request); any at all is a transport defect worth reporting.", labels: ["lane"])
         apnsInFlight = registry.gauge("fanout_apns_in_flight", help: "APNs streams in flight, by lane.", labels: ["lane"])
@@ -184,6 +188,8 @@ public final class FanoutMetrics: Sendable {
         _ = heapTrims.labels()
         _ = sendStalls.labels()
         _ = sendsHeld.labels()
+        _ = commitsHeld.labels()
+        _ = commitWaiting.labels()
         for reason in ["ended", "idle", "evicted"] { _ = targetsForgotten.labels(reason) }
         for kind in ["saved", "forgotten", "restored"] { _ = stateRecords.labels(kind) }
         let (sends, decisions, latency, downgrades) = (sends, eventDecisions, apnsLatency, budgetDowngrades)
