@@ -196,8 +196,22 @@ final class FleetHarness: Sendable {
 
     func tails() -> String {
         let owned = ownership().sorted { $0.key < $1.key }.map { "w\($0.key): \($0.value.sorted())" }.joined(separator: "; ")
-        return "ownership from the logs: \(owned)\n" + (allWorkerProcesses.map { $0.process.tail(25) } + [simulator.tail(10), broker.tail(10)])
-            .joined(separator: "\n")
+        return "ownership from the logs: \(owned)\n" + commitGauges()
+            + (allWorkerProcesses.map { $0.process.tail(25) } + [simulator.tail(10), broker.tail(10)]).joined(separator: "\n")
+    }
+
+    /// Each running worker's commit gauges from its /metrics: whether its engine holds commits for a
+    /// rebalance, how long its outstanding commit has waited, and its commits by result.
+    func commitGauges() -> String {
+        var lines: [String] = []
+        for (index, process) in allWorkerProcesses where process.isRunning && !process.isStopped {
+            guard let port = adminPort(index), let metrics = try? LoopbackHTTP.request(port: port, "GET", "/metrics").text else { continue }
+            let wanted = metrics.split(separator: "\n").filter {
+                $0.hasPrefix("fanout_commits_held") || $0.hasPrefix("fanout_offset_commit_waiting_seconds") || $0.hasPrefix("fanout_offset_commits_total")
+            }
+            lines.append("w\(index) commits: " + wanted.joined(separator: "; "))
+        }
+        return lines.map { $0 + "\n" }.joined()
     }
 
     // MARK: Broker and simulator controls
