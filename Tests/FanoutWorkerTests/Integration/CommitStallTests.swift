@@ -8,19 +8,34 @@ import Testing
 extension WorkerIntegration {
     /// Issue 11 item 2: a commit in flight never holds back delivery (docs/design.md §4, §5).
     @Suite struct CommitStall {
+        /// A started worker with four registered activities, on a harness whose group coordinator
+        /// (broker 1) can be slowed apart from the partitions' leader. Heartbeats go to the slowed
+        /// coordinator too: its session (`sessionSeconds`) must outlast the delay.
+        struct SlowableCoordinator {
+            let harness: IntegrationHarness
+            let worker: Worker
+            let metrics = FanoutMetrics()
+            let keys: [String]
+            let tokens: [String]
+            let base = IntegrationHarness.now - 600
+
+            init(keyPrefix: String, tokenBase: Int, sessionSeconds: Int) async throws {
+                harness = try IntegrationHarness(partitions: 2, coordinatorApart: true)
+                keys = (0..<4).map { "\(keyPrefix)-\($0)" }
+                tokens = keys.indices.map { IntegrationHarness.token(tokenBase + $0) }
+                for (key, token) in zip(keys, tokens) { try await harness.registerToken(key: key, token: token, at: base - 10) }
+                worker = try harness.makeWorker(name: keyPrefix, metrics: metrics, kafkaProperties: [
+                    "session.timeout.ms": "\(sessionSeconds * 1000)", "max.poll.interval.ms": "\((sessionSeconds + 5) * 1000)",
+                    "heartbeat.interval.ms": "500"])
+                try worker.start()
+            }
+        }
+
         /// The group coordinator answers only after 10 s: events produced meanwhile are delivered
         /// before any of those answers comes back, and everything commits once it answers again.
         @Test func deliveryGoesOnWhileTheCoordinatorHoldsCommits() async throws {
-            let harness = try IntegrationHarness(partitions: 2, coordinatorApart: true)
-            let keys = (0..<4).map { "stall-\($0)" }
-            let tokens = keys.indices.map { IntegrationHarness.token(40 + $0) }
-            let base = IntegrationHarness.now - 600
-            for (key, token) in zip(keys, tokens) { try await harness.registerToken(key: key, token: token, at: base - 10) }
-            let metrics = FanoutMetrics()
-            // Heartbeats go to the slowed coordinator too: a session that outlasts its delay.
-            let worker = try harness.makeWorker(name: "s", metrics: metrics, kafkaProperties: [
-                "session.timeout.ms": "25000", "max.poll.interval.ms": "30000", "heartbeat.interval.ms": "500"])
-            try worker.start()
+            let setup = try await SlowableCoordinator(keyPrefix: "stall", tokenBase: 40, sessionSeconds: 25)
+            let (harness, worker, metrics, keys, tokens, base) = (setup.harness, setup.worker, setup.metrics, setup.keys, setup.tokens, setup.base)
             for (key, token) in zip(keys, tokens) { _ = try await harness.produceProgress(key: key, token: token, progress: 0, base: base) }
             // Committed, and the worker heard every answer: nothing is left to commit, so no commit is
             // in flight, and every answer from here on is a delayed one.
@@ -64,15 +79,8 @@ extension WorkerIntegration {
         /// mock stores a commit on receipt and delays only its answer; waiting for that answer, the
         /// worker sent nothing newer for 30 s.)
         @Test func aCommitUnansweredForItsDeadlineDoesNotHoldTheNext() async throws {
-            let harness = try IntegrationHarness(partitions: 2, coordinatorApart: true)
-            let keys = (0..<4).map { "unanswered-\($0)" }
-            let tokens = keys.indices.map { IntegrationHarness.token(80 + $0) }
-            let base = IntegrationHarness.now - 600
-            for (key, token) in zip(keys, tokens) { try await harness.registerToken(key: key, token: token, at: base - 10) }
-            let metrics = FanoutMetrics()
-            let worker = try harness.makeWorker(name: "u", metrics: metrics, kafkaProperties: [
-                "session.timeout.ms": "45000", "max.poll.interval.ms": "50000", "heartbeat.interval.ms": "500"])
-            try worker.start()
+            let setup = try await SlowableCoordinator(keyPrefix: "unanswered", tokenBase: 80, sessionSeconds: 45)
+            let (harness, worker, metrics, keys, tokens, base) = (setup.harness, setup.worker, setup.metrics, setup.keys, setup.tokens, setup.base)
             func deliverAndCommit(_ round: Int) async throws {
                 var expected: [String: Int] = [:]
                 for (key, token) in zip(keys, tokens) {
