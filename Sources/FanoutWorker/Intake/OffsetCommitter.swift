@@ -17,7 +17,7 @@ import Synchronization
 /// An outstanding commit that librdkafka has not answered within `answerDeadline` is given up when
 /// the engine offers the next (a warning, `fanout_offset_commits_total{result="unanswered"}`): the next
 /// starts without it, and a late answer still reaches the engine, which acts only on the newest offer.
-/// Waiting on it forever stopped every commit of a worker with nothing in its log (stop 27, an
+/// Waiting on it forever stopped every commit of a worker with nothing in its log (seen in an
 /// AddressSanitizer run of the fleet's SIGTERM scenario: six partitions committed short of their end
 /// for 90 s while every state was delivered). `fanout_offset_commit_waiting_seconds` says how long the
 /// outstanding one has waited.

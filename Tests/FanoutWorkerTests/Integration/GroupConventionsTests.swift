@@ -73,7 +73,7 @@ extension WorkerIntegration {
             // The 2.0.2 mock treats a2 as a new member (README "Kafka group conventions"), and when
             // that join overlaps a's old session its group can time b's sync out and answer b's
             // heartbeat with a new generation: b's partitions are lost and dealt anew (seen under
-            // ThreadSanitizer, stop 26's CI). What Fanout owes holds either way (every state delivered,
+            // ThreadSanitizer in CI). What Fanout owes holds either way (every state delivered,
             // nothing committed undelivered, above); the stickiness is then the mock's to break.
             try await harness.eventually("a2 to be assigned") {
                 !harness.logs.partitions(worker: "a2", message: "partitions assigned").isEmpty
