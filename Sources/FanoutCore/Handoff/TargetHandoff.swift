@@ -134,7 +134,8 @@ public struct TargetHandoff: Sendable, Hashable {
             guard bytes.count >= reader.position + 2 else { throw .badLength(bytes.count, expected: reader.position + 2) }
             let typeLength = reader.length()
             guard (1...Self.maxAttributesTypeBytes).contains(typeLength) else { throw .badAttributesType(typeLength) }
-            attributesType = String(decoding: bytes[reader.position..<min(bytes.count, reader.position + typeLength)], as: UTF8.self)
+            guard bytes.count >= reader.position + typeLength else { throw .badLength(bytes.count, expected: reader.position + typeLength) }
+            attributesType = String(decoding: bytes[reader.position..<reader.position + typeLength], as: UTF8.self)
             reader.position += typeLength
         }
         guard bytes.count == reader.position else { throw .badLength(bytes.count, expected: reader.position) }
