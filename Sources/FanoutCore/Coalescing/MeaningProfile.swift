@@ -128,8 +128,15 @@ public struct MeaningProfile: Sendable, Hashable {
 /// (position in the profile's list) of the field in each slot; slots fill in rank order, `noField` after.
 struct ContentSummary: Sendable, Hashable {
     var digest: UInt64
-    var ranks: SIMD4<UInt8>
     var progress: ProgressValues
+    /// Last, so the 4 bytes after it in `TargetState` can hold a field of its own instead of padding.
+    var ranks: SIMD4<UInt8>
+
+    init(digest: UInt64, ranks: SIMD4<UInt8>, progress: ProgressValues) {
+        self.digest = digest
+        self.progress = progress
+        self.ranks = ranks
+    }
 
     static let noField = UInt8.max
     static let empty = ContentSummary(digest: 0, ranks: SIMD4(repeating: noField), progress: ProgressValues(repeating: .nan))

@@ -12,7 +12,7 @@ import APNsModel
 /// outside the lock. Determinism: given the same calls, it returns the same actions (jitter comes
 /// from `EngineConfiguration.randomSeed`).
 ///
-/// Memory per target: `TargetState` (232 bytes: last sent timestamp and digest, budget, times, flags,
+/// Memory per target: `TargetState` (216 bytes: last sent timestamp and digest, budget, times, flags,
 /// list links) and its index bucket; its pending state (`pendings`) and in-flight send (`inFlight`)
 /// only while they exist; dedupe ids per partition (bounded); token records per key (`TokenRegistry`).
 /// What is tracked is bounded (`FanoutEngine+Retention.swift`): an ended target is forgotten
