@@ -66,7 +66,7 @@ public struct TargetHandoff: Sendable, Hashable {
         let appBytes = app.utf8.prefix(Int(UInt16.max))
         let typeBytes = attributesType.map { $0.utf8.prefix(Self.maxAttributesTypeBytes) }
         let version: UInt8 = typeBytes != nil ? 3 : pushToStart != nil ? 2 : 1
-        bytes.reserveCapacity(bytes.count + Self.fixedSize + appBytes.count + (pushToStart.map { 18 + $0.token.byteCount } ?? 2)
+        bytes.reserveCapacity(bytes.count + Self.fixedSize + appBytes.count + (pushToStart.map { 18 + $0.token.byteCount } ?? (version >= 2 ? 2 : 0))
                               + (typeBytes.map { 2 + $0.count } ?? 0))
         bytes.append(version)
         bytes.append(ended ? 1 : 0)
