@@ -24,7 +24,8 @@ struct TargetState: Sendable {
     /// Broadcast targets: what is known of the channel's storage policy.
     var channelPolicy = ChannelPolicyState.unknown
     var budgetClass: BudgetClass
-    /// The yes-or-no facts below, two bytes for all of them (one byte each cost 16 bytes per target).
+    /// The yes-or-no facts below, two bytes for all of them (a byte each, with the padding around them,
+    /// made every target record 16 bytes larger).
     private var flags: Flags = [.live, .recentlyActive]
     var attempts: UInt16 = 0
     /// Bumped whenever a timer is (re)armed or the slot is reused; stale heap entries are skipped.
