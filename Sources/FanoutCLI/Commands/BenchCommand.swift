@@ -12,7 +12,7 @@ struct BenchCommand: Command {
     static let summary = "Microbenchmarks of the core engine (run with -c release)"
     static let help = """
     Usage: fanout bench engine [options]
-           fanout bench tracked [--tracked <n,n,…>] [--active <n>] [--events <n>] [--seed <n>]
+           fanout bench tracked [--tracked <n,n,…>] [--active <n>] [--events <n>] [--seed <n>] [--key-bytes <n>]
 
     Measures, on one core, in virtual time (no network, no Kafka):
       1. events/s through the engine (receive: dedupe, coalesce, meaning, budget, send decision; plus the
@@ -30,6 +30,8 @@ struct BenchCommand: Command {
       2. events/s through the same mix as above over --active activities (default: 10000) while the engine
          also tracks the rest of that count as idle activities with tokens (--events, default 2000000);
       3. CPU time of revoking a partition of 100 activities beside all of those.
+    --key-bytes <n> makes every idle activity's key n bytes long (12–200; default: keys like idle-123,
+    short enough to be stored inline): keys over 15 bytes are on the heap.
 
     Options:
       --events <n>         events pushed through the engine (default: 2000000)

@@ -13,21 +13,24 @@ enum TrackedBenchmark {
         let active = try args.int("active") ?? 10_000
         let events = try args.int("events") ?? 2_000_000
         let seed = UInt64(try args.int("seed") ?? 1)
+        let keyBytes = try args.int("key-bytes") ?? 0
         try args.finish()
         guard active > 0, events > 0 else { throw UsageError("counts must be positive") }
+        guard keyBytes == 0 || (12...200).contains(keyBytes) else { throw UsageError("--key-bytes expects 12 to 200 (0: keys like idle-123)") }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread.named("fanout-bench") {
                 #if DEBUG
                 Output.out("note: this is a debug build; use 'swift run -c release fanout bench tracked' for real figures")
                 #endif
                 for count in counts {
-                    let bytes = memory(activities: count)
-                    Output.out(String(format: "tracked %8d: %.0f bytes per activity with its token (RSS growth)", count, bytes))
+                    let bytes = memory(activities: count, keyBytes: keyBytes)
+                    Output.out(String(format: "tracked %8d: %.0f bytes per activity with its token (RSS growth%@)", count, bytes,
+                                      keyBytes == 0 ? "" : ", \(keyBytes)-byte keys"))
                 }
                 var rates: [Double] = []
                 for count in counts {
                     var engine = FanoutEngine(configuration: EngineBenchmark.configuration())
-                    let result = throughput(tracked: count, active: active, events: events, seed: seed, engine: &engine)
+                    let result = throughput(tracked: count, active: active, events: events, seed: seed, keyBytes: keyBytes, engine: &engine)
                     rates.append(result.eventsPerCPUSecond)
                     Output.out(String(format: "tracked %8d: %.0f events/s per CPU-second over %d active activities + %d channels (%.3f s CPU; %d sends)",
                                       count, result.eventsPerCPUSecond, active, result.channels, result.cpuSeconds, result.sends))
@@ -45,20 +48,24 @@ enum TrackedBenchmark {
         return 0
     }
 
-    /// Idle activities `idle-<n>` for n in `range`, on the benchmark's partitions, each with a token and
-    /// one delivered update. Returns the offset after the last one fed per partition.
+    /// Idle activities `idle-<n>` for n in `range` (with `keyBytes` > 0, `n` zero-padded to make keys of
+    /// that length), on the benchmark's partitions, each with a token and one delivered update. The
+    /// event names its activity with a string of its own, as a decoded record does. Returns the offset
+    /// after the last one fed per partition.
     @discardableResult
-    static func track(idle range: Range<Int>, engine: inout FanoutEngine, now: inout Nanoseconds) -> Int64 {
+    static func track(idle range: Range<Int>, keyBytes: Int, engine: inout FanoutEngine, now: inout Nanoseconds) -> Int64 {
         let state = RawJSON(bytes: Array(#"{"done":1}"#.utf8))
         let fields = [ContentField(name: "done", digest: 1, number: 1)]
         let partitions = EngineBenchmark.partitions
         var actions: [EngineAction] = []
         for index in range {
             now += 1_000
-            let key = "idle-\(index)"
+            let number = String(index)
+            let key = "idle-" + String(repeating: "0", count: max(0, keyBytes - 5 - number.utf8.count)) + number
             engine.tokenRegistered(key: key, token: EngineBenchmark.hexToken(index + 1 << 40), environment: .production, at: 1,
                                    partition: Int32(index % partitions.count), now: now, into: &actions)
-            let event = ActivityEvent(id: "i\(index)", app: EngineBenchmark.app, lane: .activity, target: key, kind: .update,
+            let target = String(decoding: Array(key.utf8), as: UTF8.self)
+            let event = ActivityEvent(id: "i\(index)", app: EngineBenchmark.app, lane: .activity, target: target, kind: .update,
                                       timestamp: 1_772_788_000, contentState: state, contentFields: fields)
             let source = EventSource(partition: partitions[index % partitions.count], offset: Int64(index / partitions.count))
             engine.receive(event, from: source, now: now, into: &actions)
@@ -70,15 +77,15 @@ enum TrackedBenchmark {
         return Int64((range.upperBound + partitions.count - 1) / partitions.count)
     }
 
-    static func memory(activities count: Int) -> Double {
+    static func memory(activities count: Int, keyBytes: Int) -> Double {
         var engine = FanoutEngine(configuration: EngineBenchmark.configuration())
         var now: Nanoseconds = 1_772_788_200 * EngineBenchmark.second
         // One activity per partition first, so what every partition costs once (its offset tracker and
         // dedupe window) is not counted per activity.
         let warmUp = EngineBenchmark.partitions.count
-        track(idle: 0..<warmUp, engine: &engine, now: &now)
+        track(idle: 0..<warmUp, keyBytes: keyBytes, engine: &engine, now: &now)
         let before = MemoryUsage.current()
-        track(idle: warmUp..<(warmUp + count), engine: &engine, now: &now)
+        track(idle: warmUp..<(warmUp + count), keyBytes: keyBytes, engine: &engine, now: &now)
         let after = MemoryUsage.current()
         precondition(engine.targetCount == warmUp + count && engine.totalLoad == Load(incomplete: 0, inFlight: 0), "activities must end idle")
         withExtendedLifetime(engine) {}
@@ -86,9 +93,10 @@ enum TrackedBenchmark {
     }
 
     /// The mix over `active` activities while `tracked - active` idle ones are tracked as well.
-    static func throughput(tracked: Int, active: Int, events: Int, seed: UInt64, engine: inout FanoutEngine) -> EngineBenchmark.MixResult {
+    static func throughput(tracked: Int, active: Int, events: Int, seed: UInt64, keyBytes: Int,
+                           engine: inout FanoutEngine) -> EngineBenchmark.MixResult {
         var now: Nanoseconds = 1_772_788_200 * EngineBenchmark.second
-        let offset = track(idle: 0..<max(0, tracked - active), engine: &engine, now: &now)
+        let offset = track(idle: 0..<max(0, tracked - active), keyBytes: keyBytes, engine: &engine, now: &now)
         let result = EngineBenchmark.runMix(engine: &engine, now: &now, events: events, targets: active, seed: seed, firstOffset: offset)
         lastNow = now
         return result

@@ -113,17 +113,21 @@ extension FanoutEngine {
         let settings = configuration.budget(lane: lane, app: app)
         let budgetClass: BudgetClass = lane == .broadcast ? .broadcast
             : configuration.frequentUpdatesApps.contains(app) ? .frequentUpdates : .activity
+        // An activity whose token is registered shares the registry's copy of its key.
+        let registered = lane == .activity ? tokens.storedKey(id, hash: hash) : nil
+        let key = registered?.key ?? id
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
             let old = targets[Int(free)]
-            targets[Int(free)] = TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
+            targets[Int(free)] = TargetState(key: key, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
                                              generation: old.generation &+ 1, incarnation: old.incarnation &+ 1, now: now, budgetClass: budgetClass, budget: settings)
         } else {
             slot = Int32(targets.count)
-            targets.append(TargetState(key: id, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
+            targets.append(TargetState(key: key, lane: lane, appIndex: appIndex, profileIndex: profileIndex, partitionSlot: partitionSlot,
                                        generation: 0, incarnation: 0, now: now, budgetClass: budgetClass, budget: settings))
         }
+        targets[Int(slot)].tokenEntry = registered?.entry ?? -1
         // A handoff: nothing earlier than the assignment + min_interval (see `assign(_:now:)`).
         targets[Int(slot)].lastSendAt = max(targets[Int(slot)].lastSendAt, partitions[Int(partitionSlot)]!.assignedAt)
         linkToPartition(slot, partitionSlot: partitionSlot)

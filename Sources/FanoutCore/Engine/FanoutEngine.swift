@@ -185,7 +185,7 @@ public struct FanoutEngine: Sendable {
             targets[index].profileIndex = profileIndexByType[type] ?? 0
         }
         if event.kind != .start, event.lane == .activity, let token = event.token {
-            tokens.register(key: event.target, token: token, environment: nil, at: event.timestamp,
+            tokens.register(key: targets[index].key, token: token, environment: nil, at: event.timestamp,
                             partition: source.partition.partition, appIndex: targets[index].appIndex)
         }
         targets[index].latestAccepted = event.timestamp
@@ -264,8 +264,11 @@ public struct FanoutEngine: Sendable {
     public mutating func tokenRegistered(key: String, token: PushToken, environment: APNsEnvironment?, at: Int64,
                                          partition: Int32, app: String? = nil, now: Nanoseconds, into actions: inout [EngineAction]) {
         let appIndex = app.map { internApp($0) } ?? TokenRegistry.Record.anyApp
-        guard tokens.register(key: key, token: token, environment: environment, at: at, partition: partition, appIndex: appIndex) else { return }
-        if let slot = slot(of: TargetHash(lane: .activity, id: key), id: key) { evaluate(slot, now: now, into: &actions) }
+        // A tracked activity's key string is shared with the registry (one heap copy of a long key).
+        let slot = slot(of: TargetHash(lane: .activity, id: key), id: key)
+        let stored = slot.map { targets[Int($0)].key } ?? key
+        guard tokens.register(key: stored, token: token, environment: environment, at: at, partition: partition, appIndex: appIndex) else { return }
+        if let slot { evaluate(slot, now: now, into: &actions) }
     }
 
     /// `tokenRegistered` with the token as hex text (validated already: a registration that is not hex

@@ -119,6 +119,15 @@ public struct TokenRegistry: Sendable {
         entries[Int(entry)].record!.gone = true
     }
 
+    /// The key as the registry holds it, and its slab entry: a target tracked under the same key
+    /// keeps this string, so a key too long to be stored inline (over 15 UTF-8 bytes) is on the heap
+    /// once, not twice, and the entry becomes the target's first `usableToken(for:notBefore:hint:)` hint.
+    /// `hash`: the key's activity-lane hash.
+    func storedKey(_ key: String, hash: TargetHash) -> (key: String, entry: Int32)? {
+        guard let entry = entry(for: key, hash: hash) else { return nil }
+        return (entries[Int(entry)].key, entry)
+    }
+
     /// The token to send to, if one is usable: present, not gone, registered at or after `notBefore`.
     public func usableToken(for key: String, notBefore: Int64) -> Record? {
         guard let entry = entry(for: key, hash: TargetHash(lane: .activity, id: key)),

@@ -42,3 +42,34 @@ import Testing
         #expect(!republished && newer && registry.usableToken(for: "a", notBefore: 0)?.token == tokenA)
     }
 }
+
+/// A long activity key is held once, whichever came first, its token or its first event.
+@Suite struct SharedActivityKeyTests {
+    /// A copy with a storage of its own, as a decoded Kafka record's key is.
+    static func copy(_ key: String) -> String { String(decoding: Array(key.utf8), as: UTF8.self) }
+
+    static func storage(_ key: String) -> UnsafeRawPointer? {
+        key.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
+    }
+
+    @Test func aTrackedActivityAndItsTokenShareOneCopyOfALongKey() throws {
+        let tokenFirst = "export-4e1f2c7a-9b3d-4d2a-8c55-1f0e9a7b6c31"
+        let eventFirst = "export-0d6b8e2f-3a71-4c9e-b2d4-7e5f1a3c9b80"
+        var h = Harness.started { _ in }
+        h.register(tokenA, key: Self.copy(tokenFirst), at: 1)
+        h.feed(makeEvent("e1", target: Self.copy(tokenFirst), timestamp: 100))
+        h.feed(makeEvent("e2", target: Self.copy(eventFirst), timestamp: 100))
+        h.register(tokenB, key: Self.copy(eventFirst), at: 1)
+
+        for key in [tokenFirst, eventFirst] {
+            let hash = TargetHash(lane: .activity, id: key)
+            let slot = try #require(h.engine.slot(of: hash, id: key))
+            let registered = try #require(h.engine.tokens.storedKey(key, hash: hash))
+            let targetKey = h.engine.targets[Int(slot)].key
+            #expect(targetKey == key && Self.storage(targetKey) != nil)
+            #expect(Self.storage(targetKey) == Self.storage(registered.key), "\(key): two copies of the key")
+        }
+        // Each went to its own token: the one registered first at once, the other once it came.
+        #expect(h.actions.sends.map(\.destination) == [.activityToken(tokenA), .activityToken(tokenB)])
+    }
+}
