@@ -61,7 +61,10 @@ enum TrackedBenchmark {
         for index in range {
             now += 1_000
             let number = String(index)
-            let key = "idle-" + String(repeating: "0", count: max(0, keyBytes - 5 - number.utf8.count)) + number
+            // Made from bytes, as a decoded record's key is: its storage is exactly as long as the key
+            // (a concatenated string may keep room to grow).
+            let key = String(decoding: Array(("idle-" + String(repeating: "0", count: max(0, keyBytes - 5 - number.utf8.count))
+                                              + number).utf8), as: UTF8.self)
             engine.tokenRegistered(key: key, token: EngineBenchmark.hexToken(index + 1 << 40), environment: .production, at: 1,
                                    partition: Int32(index % partitions.count), now: now, into: &actions)
             let target = String(decoding: Array(key.utf8), as: UTF8.self)
