@@ -61,13 +61,11 @@ enum TrackedBenchmark {
         for index in range {
             now += 1_000
             let number = String(index)
-            // Made from bytes, as a decoded record's key is: its storage is exactly as long as the key
-            // (a concatenated string may keep room to grow).
-            let key = String(decoding: Array(("idle-" + String(repeating: "0", count: max(0, keyBytes - 5 - number.utf8.count))
-                                              + number).utf8), as: UTF8.self)
+            let padding = String(repeating: "0", count: max(0, keyBytes - 5 - number.utf8.count))
+            let key = decodedCopy("idle-\(padding)\(number)")
             engine.tokenRegistered(key: key, token: EngineBenchmark.hexToken(index + 1 << 40), environment: .production, at: 1,
                                    partition: Int32(index % partitions.count), now: now, into: &actions)
-            let target = String(decoding: Array(key.utf8), as: UTF8.self)
+            let target = decodedCopy(key)
             let event = ActivityEvent(id: "i\(index)", app: EngineBenchmark.app, lane: .activity, target: target, kind: .update,
                                       timestamp: 1_772_788_000, contentState: state, contentFields: fields)
             let source = EventSource(partition: partitions[index % partitions.count], offset: Int64(index / partitions.count))
@@ -79,6 +77,10 @@ enum TrackedBenchmark {
         }
         return Int64((range.upperBound + partitions.count - 1) / partitions.count)
     }
+
+    /// `text` in storage of its own, exactly as long as it, as a key decoded from a record is (a string
+    /// built by interpolation may keep room to grow).
+    static func decodedCopy(_ text: String) -> String { String(decoding: Array(text.utf8), as: UTF8.self) }
 
     static func memory(activities count: Int, keyBytes: Int) -> Double {
         var engine = FanoutEngine(configuration: EngineBenchmark.configuration())
