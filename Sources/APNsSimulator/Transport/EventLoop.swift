@@ -72,6 +72,7 @@ final class EventLoop: @unchecked Sendable {
     func start() {
         let thread = Thread.named("apns-sim-loop-\(index)") { [self] in
             run()
+            OpenSSLThreadState.release()  // before the signal: `stop()`'s caller may exit the process
             finished.signal()
         }
         thread.stackSize = 1 << 20

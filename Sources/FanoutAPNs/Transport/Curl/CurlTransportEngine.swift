@@ -1,6 +1,7 @@
 import APNsModel
 import CCurl
 import CCurlShim
+import FanoutCrypto
 import Foundation
 import Synchronization
 
@@ -101,6 +102,7 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             sleep(now: now, deadline: deadline, canTakeMore: spare)
         }
         publishCounters()
+        OpenSSLThreadState.release()  // before the signal: a waiter may exit the process
         finished.signal()
     }
 
