@@ -1,4 +1,5 @@
 import APNsModel
+import FanoutCrypto
 import Synchronization
 
 /// What `APNsClient` runs on its one dedicated thread: takes submissions from the queue, spreads
@@ -118,7 +119,10 @@ final class APNsClientCounters: Sendable {
 final class ShutdownSignal: Sendable {
     private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
+    /// The transport thread's last act. It frees the thread's OpenSSL state first: a waiter may exit
+    /// the process as soon as it resumes, before the thread's exit handlers would have freed it.
     func signal() {
+        OpenSSLThreadState.release()
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.done = true
             defer { state.waiters = [] }

@@ -102,7 +102,6 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             sleep(now: now, deadline: deadline, canTakeMore: spare)
         }
         publishCounters()
-        OpenSSLThreadState.release()  // before the signal: a waiter may exit the process
         finished.signal()
     }
 

@@ -101,7 +101,6 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
         for connection in connections { connection.closeQuietly() }
         completeEnded()
         publishCounters()
-        OpenSSLThreadState.release()  // before the signal: a waiter may exit the process
         finished.signal()
     }
 
