@@ -19,9 +19,11 @@ final class WorkerCore: Sendable {
         /// Per lane the engine reported failing: since when (UNIX ns) and the last failure.
         var failingLanes: [Lane: (since: Nanoseconds, reason: String)] = [:]
         /// `rejoins` as the engine last heard of it.
-        var rejoinsReported: UInt64 = 0
+        var rejoinsReported = RejoinReports()
         /// The engine's forgotten-target counts when the gauges were last refreshed.
         var forgottenReported = ForgottenTargets()
+        /// Since when the gauges have seen the engine hold commits for a rebalance (nil: not holding).
+        var commitsHeldSince: Nanoseconds?
     }
 
     let state: Mutex<State>
@@ -173,12 +175,8 @@ final class WorkerCore: Sendable {
     func decide(_ body: (inout State, Nanoseconds, inout [EngineAction]) -> Void) {
         let now = clock.now()
         var actions: [EngineAction] = []
-        let rejoins = rejoins.load(ordering: .acquiring)
         state.withLock { state in
-            if state.rejoinsReported != rejoins {
-                state.rejoinsReported = rejoins
-                state.engine.groupRebalancing()
-            }
+            if state.rejoinsReported.isNews(rejoins.load(ordering: .acquiring)) { state.engine.groupRebalancing() }
             body(&state, now, &actions)
         }
         perform(actions)
@@ -281,13 +279,21 @@ final class WorkerCore: Sendable {
             let unmatched = lanes.unmatchedEndsSinceLastCall(lane: lane, current: stats.unmatchedEnds)
             if unmatched > 0 { metrics.apnsUnmatchedEnds.labels(lane.rawValue).increment(by: UInt64(unmatched)) }
         }
-        let (registry, busy, tracked, forgotten, reported, commitsHeld) = state.withLock { state in
+        let now = clock.now()
+        let (registry, busy, tracked, forgotten, reported, commitsHeld, heldChange) = state.withLock { state in
             let forgotten = state.engine.forgottenTargets
             defer { state.forgottenReported = forgotten }
+            let held = state.engine.commitsHeldForRebalance
+            let change = Self.commitHoldChange(held: held, since: &state.commitsHeldSince, now: now)
             return (state.engine.tokens.count, state.engine.busyTargets(), state.engine.targetCount, forgotten, state.forgottenReported,
-                    state.engine.commitsHeldForRebalance)
+                    held, change)
         }
         metrics.commitsHeld.labels().set(commitsHeld ? 1 : 0)
+        switch heldChange {
+        case .began?: log.info("offset commits held: the group is rebalancing for this member")
+        case .ended(let after)?: log.info("offset commits resume: the group settled", ["held_for": .duration(.nanoseconds(after))])
+        case nil: break
+        }
         metrics.tokenRegistrySize.labels().set(registry)
         metrics.trackedTargets.labels().set(tracked)
         metrics.targetsForgotten.labels("ended").increment(by: forgotten.ended - reported.ended)
@@ -297,6 +303,23 @@ final class WorkerCore: Sendable {
         metrics.pendingTargets.labels(Lane.broadcast.rawValue).set(busy.broadcast)
         for (app, minted) in lanes.jwtMintsSinceLastCall() where minted > 0 {
             metrics.jwtRefreshes.labels(app).increment(by: UInt64(minted))
+        }
+    }
+
+    enum CommitHoldChange: Equatable { case began, ended(after: Nanoseconds) }
+
+    /// Whether the engine started or stopped holding commits since the gauges last looked: both are
+    /// logged, so a worker whose commits stand still says whether it is waiting for its group.
+    static func commitHoldChange(held: Bool, since: inout Nanoseconds?, now: Nanoseconds) -> CommitHoldChange? {
+        switch (held, since) {
+        case (true, nil):
+            since = now
+            return .began
+        case (false, let start?):
+            since = nil
+            return .ended(after: now - start)
+        default:
+            return nil
         }
     }
 
@@ -359,5 +382,22 @@ final class WorkerCore: Sendable {
             return failure.reason
         }
         if let reason { handler(reason) }
+    }
+}
+
+/// How many times the member left its settled group state, as the engine last heard of it.
+///
+/// The count only grows (`WorkerCore.groupRejoining`, on librdkafka's thread). A thread that read it
+/// before another reported a newer count, and before the group settled after that, holds a count the
+/// engine already knows: reported again, it would put the engine back into "rebalancing", where every
+/// commit is held until a settle that is not coming, and nothing is logged. Only a higher count is news.
+struct RejoinReports: Sendable {
+    private(set) var reported: UInt64 = 0
+
+    /// True when `seen` counts a rejoin the engine has not heard of; it is then the reported count.
+    mutating func isNews(_ seen: UInt64) -> Bool {
+        guard seen > reported else { return false }
+        reported = seen
+        return true
     }
 }

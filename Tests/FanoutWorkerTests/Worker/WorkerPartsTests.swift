@@ -15,6 +15,27 @@ struct WorkerPartsTests {
         #expect(EngineTicker.sleep(until: 5_250, now: 5_000) == 250)
     }
 
+    /// A thread that read the rejoin count before another reported a newer one, and before the group
+    /// settled after it, must not put the engine back into "rebalancing": it would hold every commit
+    /// until a settle that is not coming.
+    @Test func onlyAHigherRejoinCountIsNews() {
+        var reports = RejoinReports()
+        let answers = [0, 1, 1, 0, 3, 2].map { reports.isNews($0) }
+        // 0: nothing happened yet; 0 after 1: a count read before the newer one was reported.
+        #expect(answers == [false, true, false, false, true, false])
+        #expect(reports.reported == 3)
+    }
+
+    /// The worker logs when commits start and stop waiting for the group, once per episode.
+    @Test func aCommitHoldIsSeenOnceWhenItBeginsAndOnceWhenItEnds() {
+        var since: Nanoseconds?
+        let changes = [(false, 1_000), (true, 2_000), (true, 3_000), (false, 7_500), (false, 8_000)].map { held, now in
+            WorkerCore.commitHoldChange(held: held, since: &since, now: Nanoseconds(now))
+        }
+        #expect(changes == [nil, .began, nil, .ended(after: 5_500), nil])
+        #expect(since == nil)
+    }
+
     @Test func retainedMessagesFindByOffsetAndDropBelowTheCommitPoint() {
         var retained = RetainedMessages()
         for offset: Int64 in [3, 4, 7, 9] {
