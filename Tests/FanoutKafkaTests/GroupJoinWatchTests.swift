@@ -61,4 +61,14 @@ import Testing
         #expect(!round.contains("lost"))
         #expect(debugLines.load(ordering: .relaxed) == 0)
     }
+
+    /// The polling threads' stop flag ends a member's loop by itself once its limit has passed, so a
+    /// test that failed before setting it cannot hang the run (see `Flag`).
+    @Test func aStopFlagCountsAsSetOnceItsLimitHasPassed() {
+        let flag = Flag()
+        #expect(!flag.isSet)
+        flag.set()
+        #expect(flag.isSet)
+        #expect(Flag(limit: .zero).isSet)
+    }
 }

@@ -146,9 +146,9 @@ import Testing
         let runB = Task {
             try await onThread("member-b") {
                 try b.consumer.subscribe([topic])
-                while b.owned.isEmpty { _ = try b.consumer.poll(timeout: .milliseconds(50)) }
+                while b.owned.isEmpty && !b.stop.isSet { _ = try b.consumer.poll(timeout: .milliseconds(50)) }
                 Thread.sleep(forTimeInterval: 8)   // the stuck loop under test, not an ordering wait
-                while b.lostCount == 0 { _ = try b.consumer.poll(timeout: .milliseconds(50)) }
+                while b.lostCount == 0 && !b.stop.isSet { _ = try b.consumer.poll(timeout: .milliseconds(50)) }
                 try b.consumer.close(timeout: .seconds(20))
             }
         }

@@ -75,9 +75,14 @@ func waitUntil(_ what: String, limit: Duration = .seconds(60), _ condition: @Sen
     }
 }
 
-/// A flag shared between a test and its polling threads.
+/// A flag shared between a test and its polling threads. It counts as set once `limit` has passed
+/// since it was made: a test that fails before it sets the flag (a wait that timed out) must not leave
+/// a member polling for the rest of the run, nor hang the scope that awaits that member (`async let`
+/// awaits it on the way out). A TSan run whose group tests all timed out hung this way until killed.
 final class Flag: Sendable {
     private let state = Mutex(false)
+    private let expires: ContinuousClock.Instant
+    init(limit: Duration = .seconds(300)) { expires = .now + limit }
     func set() { state.withLock { $0 = true } }
-    var isSet: Bool { state.withLock { $0 } }
+    var isSet: Bool { state.withLock { $0 } || ContinuousClock.now >= expires }
 }
