@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// Ports for test servers that must listen on a port of their own choosing: below Linux's ephemeral
@@ -18,4 +19,9 @@ public enum TestPorts {
             }
         }
     }
+
+    /// A blocking TCP socket for a loopback server or probe. (`SOCK_STREAM` is named here, where it
+    /// resolves in every build: in a release build of the test targets it did not, beside their
+    /// other C imports.)
+    public static func tcpSocket() -> Int32 { socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
 }

@@ -82,7 +82,7 @@ final class HeaderCaptureServer: @unchecked Sendable {
     private static func listen() throws -> (descriptor: Int32, port: Int) {
         for _ in 0..<50 {
             let candidate = TestPorts.draw()
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let descriptor = TestPorts.tcpSocket()
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(candidate).bigEndian)

@@ -64,7 +64,7 @@ final class NghttpdServer: @unchecked Sendable {
     static func waitUntilListening(port: Int, process: ChildProcess) -> Bool {
         for _ in 0..<100 {
             if !process.isRunning { return false }
-            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let socket = TestPorts.tcpSocket()
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
