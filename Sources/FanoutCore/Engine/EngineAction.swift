@@ -120,8 +120,10 @@ public enum EngineAction: Sendable, Hashable {
     case pauseFetching([PartitionID])
     /// Fetch these partitions again.
     case resumeFetching([PartitionID])
-    /// Commit these points without waiting for the answer; report it with `commitAnswered(_:failed:)`.
-    case commit([CommitPoint])
+    /// Commit these points without waiting for the answer; report it with
+    /// `commitAnswered(_:failed:refusedForRebalanceIn:)`, handing back `round` if Kafka refused it
+    /// because the group is rebalancing (`round`: how many times the group had settled when it was offered).
+    case commit([CommitPoint], round: UInt64)
     /// A revoked partition is drained and forgotten: commit `commit` (when given) before giving it up.
     case revokeDrained(PartitionID, commit: CommitPoint?)
     /// This assignment of a partition is over (lost, drained, or given back and assigned again): a

@@ -63,10 +63,15 @@ extension FanoutEngine {
     /// offered again at the next commit interval; points of partitions no longer ours are ignored, and
     /// so is any answer but the one for the point this assignment offered last (a late answer of an
     /// earlier assignment, or of an offer overtaken since, says nothing about what Kafka holds now).
-    /// `rebalancing`: Kafka refused because the group is rebalancing (REBALANCE_IN_PROGRESS,
-    /// ILLEGAL_GENERATION) — commits are held until `groupSettled`.
-    public mutating func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>, rebalancing: Bool = false) {
-        if rebalancing { groupIsRebalancing = true }
+    /// `refusedForRebalanceIn`: the `.commit`'s `round`, when Kafka refused it because the group is
+    /// rebalancing (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION): commits are held until `groupSettled`.
+    /// Unless the group has settled since that offer: its refusal then speaks of a rebalance that is
+    /// over, and holding for it would wait for a settle that is not coming, with every commit of a
+    /// settled worker stopped (the refused points are offered again at the next interval either way).
+    /// Returns whether commits are held now (what waits to be committed in the worker is then withdrawn).
+    @discardableResult
+    public mutating func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>, refusedForRebalanceIn round: UInt64? = nil) -> Bool {
+        if let round, round == groupSettles { groupIsRebalancing = true }
         for point in points {
             guard let slot = partitionSlotByID[point.partition] else { continue }
             let index = Int(slot)
@@ -76,6 +81,7 @@ extension FanoutEngine {
                 partitions[index]!.committed = point.offset
             }
         }
+        return groupIsRebalancing
     }
 
     /// Every commit point Kafka has not acknowledged yet, whether handed out before or not (the final
@@ -101,7 +107,7 @@ extension FanoutEngine {
         (nextCommitAt, lastCommitPassAt) = (now + interval, now)
         guard !groupIsRebalancing && !commitsStopped else { return }
         let points = uncommittedPoints()
-        if !points.isEmpty { actions.append(.commit(points)) }
+        if !points.isEmpty { actions.append(.commit(points, round: groupSettles)) }
     }
 
     /// Every record read is settled (the last offset just completed): what is done is committed a
@@ -128,7 +134,9 @@ extension FanoutEngine {
     public mutating func groupRebalancing() { groupIsRebalancing = true }
 
     /// The rebalance finished for this member: what waited is committed now.
+    /// Counted even when no hold was on: a commit offered before it belongs to the generation before.
     public mutating func groupSettled(now: Nanoseconds, into actions: inout [EngineAction]) {
+        groupSettles += 1
         guard groupIsRebalancing else { return }
         groupIsRebalancing = false
         guard configuration.commitInterval != nil else { return }

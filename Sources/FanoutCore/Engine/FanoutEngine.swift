@@ -98,6 +98,9 @@ public struct FanoutEngine: Sendable {
     var lastCommitPassAt: Nanoseconds = .min
     /// The group is rebalancing (`groupRebalancing`): no `.commit` until `groupSettled`.
     var groupIsRebalancing = false
+    /// How many times the group settled for this member (`groupSettled`): each `.commit` carries it
+    /// as its `round`, so a refusal can be told apart from one about a rebalance that is over.
+    var groupSettles: UInt64 = 0
     /// The worker is stopping (`stopCommitting`): it makes the final commit itself.
     var commitsStopped = false
     /// Per lane: since when every send failed lane-wide (nil: the last answer came over HTTP), the

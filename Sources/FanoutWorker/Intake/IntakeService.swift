@@ -347,7 +347,7 @@ final class IntakeService: PartitionActions {
         }
     }
 
-    func commit(_ points: [CommitPoint]) { commits.enqueue(points) }
+    func commit(_ points: [CommitPoint], round: UInt64) { commits.enqueue(points, round: round) }
 
     func revokeDrained(_ partition: PartitionID, commit: CommitPoint?) {
         state.withLock { $0.drained[partition] = .some(commit) }

@@ -23,8 +23,11 @@ import Synchronization
 /// outstanding one has waited.
 final class OffsetCommitter: Sendable {
     private struct State: Sendable {
-        var outstanding: (id: KafkaCommitID, since: ContinuousClock.Instant, partitions: Int)?
+        /// `round`: the engine's round of the offer (`EngineAction.commit`), handed back with a refusal.
+        var outstanding: (id: KafkaCommitID, since: ContinuousClock.Instant, partitions: Int, round: UInt64)?
         var next: [PartitionID: Int64] = [:]
+        /// The round of the newest offer in `next`.
+        var nextRound: UInt64 = 0
     }
 
     /// How long an outstanding commit may go unanswered before the next one starts without it: ten
@@ -49,10 +52,11 @@ final class OffsetCommitter: Sendable {
     var waiting: Duration { state.withLock { $0.outstanding.map { .now - $0.since } ?? .zero } }
 
     /// Commits `points` now, or as soon as the outstanding commit is answered. Any thread.
-    func enqueue(_ points: [CommitPoint]) {
+    func enqueue(_ points: [CommitPoint], round: UInt64) {
         guard !points.isEmpty else { return }
-        let (send, abandoned): ([CommitPoint]?, (waited: Duration, partitions: Int)?) = state.withLock { state in
+        let (send, abandoned): (Offer?, (waited: Duration, partitions: Int)?) = state.withLock { state in
             for point in points { state.next[point.partition] = max(point.offset, state.next[point.partition] ?? .min) }
+            state.nextRound = max(state.nextRound, round)
             var abandoned: (Duration, Int)?
             if let outstanding = state.outstanding {
                 let waited = ContinuousClock.now - outstanding.since
@@ -81,17 +85,19 @@ final class OffsetCommitter: Sendable {
             let points = answer.offsets.map { CommitPoint(partition: $0.key, offset: $0.value) }
             let stored = answer.committed
             let failed = Set(answer.offsets.keys.filter { stored[$0] == nil })
-            // A refusal because the group is rebalancing is a fact the engine acts on (it holds commits).
+            // A refusal because the group is rebalancing is a fact the engine acts on: it holds commits,
+            // unless the group settled since the offer (a late answer given up on has no round: the
+            // engine heard of its rebalance by then, from the join watch or the rebalance callbacks).
             let rebalancing = answer.error?.partitionFailures.contains { Self.rebalanceCodes.contains($0.underlying) } == true
                 || answer.error.map { Self.rebalanceCodes.contains($0.underlying) } == true
-            if rebalancing { withdrawQueued() }
-            core.commitAnswered(points, failed: failed, rebalancing: rebalancing)
+            let round = rebalancing ? state.withLock { state in state.outstanding?.id == answer.id ? state.outstanding?.round : nil } : nil
+            if core.commitAnswered(points, failed: failed, refusedForRebalanceIn: round) { withdrawQueued() }
             core.metrics.commits.labels(failed.isEmpty ? "ok" : "failed").increment()
             if let error = answer.error, error.code != .closed {
                 core.log.warning("offset commit refused; the engine offers it again with the next", ["error": .string(error.description)])
             }
             held += points.filter { !failed.contains($0.partition) }
-            let send: [CommitPoint]? = state.withLock { state in
+            let send: Offer? = state.withLock { state in
                 guard state.outstanding?.id == answer.id else { return nil }
                 state.outstanding = nil
                 return takeNext(&state)
@@ -118,16 +124,20 @@ final class OffsetCommitter: Sendable {
         }
     }
 
-    private func takeNext(_ state: inout State) -> [CommitPoint]? {
+    /// Points to commit, with the round of the newest offer among them.
+    private typealias Offer = (points: [CommitPoint], round: UInt64)
+
+    private func takeNext(_ state: inout State) -> Offer? {
         guard !state.next.isEmpty else { return nil }
         defer { state.next.removeAll(keepingCapacity: true) }
-        return state.next.map { CommitPoint(partition: $0.key, offset: $0.value) }
+        return (state.next.map { CommitPoint(partition: $0.key, offset: $0.value) }, state.nextRound)
     }
 
-    private func start(_ points: [CommitPoint]) {
+    private func start(_ offer: Offer) {
+        let points = offer.points
         do {
             let id = try consumer.commitAsync(Self.offsets(points))
-            state.withLock { $0.outstanding = (id, .now, points.count) }
+            state.withLock { $0.outstanding = (id, .now, points.count, offer.round) }
         } catch {
             // Not started (the consumer closed, or librdkafka refused): no answer will come.
             core.metrics.commits.labels("failed").increment()

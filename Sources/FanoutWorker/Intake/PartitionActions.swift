@@ -14,8 +14,9 @@ protocol PartitionActions: AnyObject, Sendable {
     func restoreState(_ partition: Int32, assignment: AssignmentID)
     func pauseFetching(_ partitions: [PartitionID])
     func resumeFetching(_ partitions: [PartitionID])
-    /// Commit without waiting; the answer comes back through `WorkerCore.commitAnswered`.
-    func commit(_ points: [CommitPoint])
+    /// Commit without waiting; the answer comes back through `WorkerCore.commitAnswered` (with
+    /// `round` when Kafka refused it because the group is rebalancing).
+    func commit(_ points: [CommitPoint], round: UInt64)
     /// A revoke the engine drained: its final point is committed inside the rebalance callback.
     func revokeDrained(_ partition: PartitionID, commit: CommitPoint?)
 }

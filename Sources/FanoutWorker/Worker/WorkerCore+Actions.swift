@@ -67,12 +67,12 @@ extension WorkerCore {
             case .resumeFetching(let partitions):
                 partitionActions?.resumeFetching(partitions)
                 for partition in partitions { log.info("partition resumed", ["partition": .string(partition.description)]) }
-            case .commit(let points):
+            case .commit(let points, let round):
                 // Records below a commit point are done: no dead letter will need their bytes.
                 state.withLock { state in
                     for point in points { state.retained[point.partition]?.prune(below: point.offset) }
                 }
-                partitionActions?.commit(points)
+                partitionActions?.commit(points, round: round)
             case .assignmentEnded(let assignment):
                 gate.ended(assignment)
             case .revokeDrained(let partition, let point):

@@ -241,15 +241,18 @@ final class WorkerCore: Sendable {
         state.withLock { $0.engine.fetchControlFailed(partitions, paused: paused) }
     }
 
-    /// Kafka answered a commit (`failed`: the partitions it refused; `rebalancing`: refused because the
-    /// group is rebalancing).
-    func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>, rebalancing: Bool = false) {
+    /// Kafka answered a commit (`failed`: the partitions it refused; `refusedForRebalanceIn`: the
+    /// `.commit`'s round, when refused because the group is rebalancing). Returns whether the engine
+    /// now holds commits for a rebalance.
+    @discardableResult
+    func commitAnswered(_ points: [CommitPoint], failed: Set<PartitionID>, refusedForRebalanceIn round: UInt64? = nil) -> Bool {
         state.withLock { state in
-            state.engine.commitAnswered(points, failed: failed, rebalancing: rebalancing)
+            let held = state.engine.commitAnswered(points, failed: failed, refusedForRebalanceIn: round)
             for point in points where !failed.contains(point.partition) {
                 state.summary.committed[point.partition.description] = point.offset
             }
             if failed.count < points.count { state.summary.commits += 1 }
+            return held
         }
     }
 

@@ -194,25 +194,45 @@ import Testing
         #expect(!h.advance(2 * sec).contains { if case .commit = $0 { true } else { false } }, "held while rebalancing")
         var actions: [EngineAction] = []
         h.engine.groupSettled(now: h.now, into: &actions)
-        #expect(actions == [.commit([CommitPoint(partition: other, offset: 1)])], "at once when it settles")
+        #expect(actions == [.commit([CommitPoint(partition: other, offset: 1)], round: 1)], "at once when it settles, in the round after it")
     }
 
     @Test func aRefusalBecauseOfARebalanceHoldsCommitsToo() throws {
         var h = Self.committingEverySecond()
         h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
-        let offered = h.advance(sec).compactMap { if case let .commit(points) = $0 { points } else { nil } }.flatMap { $0 }
-        #expect(offered == [CommitPoint(partition: activityPartition, offset: 1)])
-        h.engine.commitAnswered(offered, failed: [activityPartition], rebalancing: true)
-        #expect(!h.advance(3 * sec).contains { if case .commit = $0 { true } else { false } })
+        let offer = try #require(Self.offers(h.advance(sec)).first)
+        #expect(offer.points == [CommitPoint(partition: activityPartition, offset: 1)])
+        let held = h.engine.commitAnswered(offer.points, failed: [activityPartition], refusedForRebalanceIn: offer.round)
+        #expect(held)
+        #expect(Self.offers(h.advance(3 * sec)).isEmpty)
         var actions: [EngineAction] = []
         h.engine.groupSettled(now: h.now, into: &actions)
-        #expect(actions == [.commit(offered)], "offered again once it settled")
+        #expect(actions == [.commit(offer.points, round: offer.round + 1)], "offered again once it settled")
+    }
+
+    /// A refusal "because the group rebalances" that Kafka answers after the group settled is about
+    /// the rebalance that just ended: holding for it waited for a settle that never came, and a settled
+    /// worker committed nothing more (the simulation found it once answers could come after a settle).
+    @Test func aRefusalOfAnOfferFromBeforeTheLastSettleDoesNotHoldCommits() throws {
+        var h = Self.committingEverySecond()
+        h.complete(try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first))
+        let stale = try #require(Self.offers(h.advance(sec)).first)
+        h.engine.groupRebalancing()  // the group starts rebalancing while that commit is on its way
+        var actions: [EngineAction] = []
+        h.engine.groupSettled(now: h.now, into: &actions)
+        #expect(Self.offers(actions).map(\.points) == [stale.points], "offered again in the new round at once")
+        let held = h.engine.commitAnswered(stale.points, failed: [activityPartition], refusedForRebalanceIn: stale.round)
+        #expect(!held && !h.engine.commitsHeldForRebalance)
+        let again = Self.offers(h.advance(sec))
+        #expect(again.map(\.points) == [stale.points] && again.first?.round == stale.round + 1, "offered at the next interval")
     }
 }
 
 extension CommitTimingTests {
-    private static func offered(_ actions: [EngineAction]) -> [CommitPoint] {
-        actions.compactMap { if case let .commit(points) = $0 { points } else { nil } }.flatMap { $0 }
+    private static func offered(_ actions: [EngineAction]) -> [CommitPoint] { offers(actions).flatMap(\.points) }
+
+    static func offers(_ actions: [EngineAction]) -> [(points: [CommitPoint], round: UInt64)] {
+        actions.compactMap { if case let .commit(points, round) = $0 { (points, round) } else { nil } }
     }
 
     /// Once every record read is settled, what is done goes out a quarter interval after the last

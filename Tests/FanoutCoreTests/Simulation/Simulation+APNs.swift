@@ -82,8 +82,8 @@ extension Simulation {
                 break
             case .followTokens, .unfollowTokens:
                 break  // assign() schedules the catch-up; the simulated token API needs no unfollow
-            case let .commit(points):
-                try commitIssued(points)
+            case let .commit(points, round):
+                try commitIssued(points, round: round)
             case let .lookUpChannelPolicy(app, channel):
                 try lookupIssued(app: app, channel: channel)
             case .saveState, .forgetState, .restoreState:

@@ -100,7 +100,7 @@ extension Simulation {
         reassignAt[partition] = now + random.between(0, 30) * 1_000_000_000
     }
 
-    mutating func commitIssued(_ points: [CommitPoint]) throws {
+    mutating func commitIssued(_ points: [CommitPoint], round: UInt64) throws {
         guard configuration.commitInterval != nil else { throw fail("a commit action without commit_interval") }
         // librdkafka 2.0.2 drops every partition when a commit of the old generation is answered after
         // the member rejoined (#4059): no commit may go out while the group rebalances.
@@ -119,7 +119,7 @@ extension Simulation {
         let refused = answered ? roll < 15 : random.chance(0.5)
         let delay = random.chance(0.1) ? random.between(5_000, 40_000) : random.between(1, 200)
         let at = max(now + delay * 1_000_000, commitAnswers.last?.at ?? .min)
-        commitAnswers.append((at, points, refused, answered, points.map { epoch[$0.partition, default: 0] }))
+        commitAnswers.append((at, points, refused, answered, points.map { epoch[$0.partition, default: 0] }, round))
     }
 
     mutating func lookupIssued(app: String, channel: String) throws {
@@ -152,8 +152,11 @@ extension Simulation {
             let refused = answer.refused ? Set(answer.points.map(\.partition)) : fenced
             if !refused.isEmpty { stats.commitsRefused += 1 }
             for point in answer.points where !refused.contains(point.partition) { stored[point.partition] = point.offset }
-            // Fenced: refused because the group moved on (it is or was rebalancing; it settles later).
-            if answer.answered { engine.commitAnswered(answer.points, failed: refused, rebalancing: !fenced.isEmpty && settleAt != nil) }
+            // Fenced: refused because the group moved on. It may be rebalancing still, or have settled
+            // since: the answer can come after the settle, and must not hold commits then.
+            if answer.answered {
+                engine.commitAnswered(answer.points, failed: refused, refusedForRebalanceIn: fenced.isEmpty ? nil : answer.round)
+            }
         }
         for index in policyAnswers.indices.reversed() where policyAnswers[index].at <= now {
             let answer = policyAnswers.remove(at: index)

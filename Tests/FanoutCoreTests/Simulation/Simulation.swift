@@ -79,7 +79,7 @@ struct Simulation {
     /// Commits issued by the engine, answered at `at` (never, when the coordinator lost them).
     /// In issue order (one coordinator connection answers in order). `answered` false: the answer is
     /// lost (the commit is written or not, as `refused` says), the engine never hears of it.
-    var commitAnswers: [(at: Nanoseconds, points: [CommitPoint], refused: Bool, answered: Bool, epochs: [Int])] = []
+    var commitAnswers: [(at: Nanoseconds, points: [CommitPoint], refused: Bool, answered: Bool, epochs: [Int], round: UInt64)] = []
     /// Channel storage-policy lookups, answered at `at`.
     var policyAnswers: [(at: Nanoseconds, app: String, channel: String)] = []
     /// Each channel's storage policy as channel management would answer (nil: the lookup fails).
@@ -161,6 +161,7 @@ struct Simulation {
             if next > giveUpAt { throw fail("did not settle within 3 h of healing: \(engine.totalLoad)") }
             now = max(now, next)
         }
+        try commitsReachKafkaWhileSettled()
         // The final commit at shutdown: every point Kafka has not acknowledged.
         for point in engine.uncommittedPoints() {
             try checkCommit(point)
@@ -168,6 +169,25 @@ struct Simulation {
         }
         try finalChecks()
         stats.endedForgotten += engine.forgottenTargets.ended
+    }
+
+    /// A settled worker's commits reach Kafka by themselves, without the final commit of a shutdown:
+    /// nothing holds them for a rebalance that is over (a refusal answered after the group settled
+    /// speaks of the rebalance before it). Refusals and lost answers still happen meanwhile, and each
+    /// interval offers again, so this allows a few minutes.
+    mutating func commitsReachKafkaWhileSettled() throws {
+        guard configuration.commitInterval != nil else { return }
+        let dueBy = now + .minutes(5)
+        while workload.logs.contains(where: { (stored[$0.key] ?? 0) != Int64($0.value.count) }) {
+            guard let next = nextTime(), next <= dueBy else {
+                let short = workload.logs.filter { (stored[$0.key] ?? 0) != Int64($0.value.count) }.map(\.key.description).sorted()
+                throw fail("commits of \(short.joined(separator: ",")) did not reach Kafka within 5 min of settling"
+                           + (engine.commitsHeldForRebalance ? " (held for a rebalance)" : ""))
+            }
+            now = max(now, next)
+            steps += 1
+            try step()
+        }
     }
 
     mutating func heal() {
