@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // glibc's allocator controls (part of libc): the worker returns freed heap pages (ProcessHeap).
         .systemLibrary(name: "CMalloc"),
+        // jemalloc's options and statistics for a release `fanout`, which is linked with it (ProcessHeap).
+        .target(name: "CHeapShim"),
         // Typed wrappers for variadic / macro C APIs that Swift cannot call.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
@@ -42,12 +44,16 @@ let package = Package(
 
         // MARK: The product
         .target(name: "FanoutWorker",
-                dependencies: ["FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "CMalloc"],
+                dependencies: ["FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "CMalloc", "CHeapShim"],
                 swiftSettings: strict),
         .target(name: "FanoutCLI",
                 dependencies: ["FanoutWorker", "FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],
                 swiftSettings: strict),
-        .executableTarget(name: "fanout", dependencies: ["FanoutCLI"], swiftSettings: strict),
+        // A release build allocates with jemalloc (Debian's libjemalloc2): per-thread caches where glibc's
+        // two arenas made the worker's threads queue on their locks (README "Performance"). Debug builds,
+        // the tests and the sanitizers (which bring their own allocator) keep glibc malloc.
+        .executableTarget(name: "fanout", dependencies: ["FanoutCLI"], swiftSettings: strict,
+                          linkerSettings: [.linkedLibrary("jemalloc", .when(configuration: .release))]),
 
         // MARK: Tests mirror the source modules
         // Child processes for tests without Foundation.Process (see ChildProcess).

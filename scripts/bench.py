@@ -564,7 +564,8 @@ class Bench:
         delivered = total("fanout_apns_sends_total", 'outcome="delivered"')
         retried = total("fanout_apns_sends_total", 'outcome="retry"')
         pauses = self.count_log(stack, "partition paused by backpressure")
-        self.note(workload, f"worker: consumed {sums.get('fanout_events_consumed_total', 0):.0f}, delivered {delivered:.0f}, "
+        allocator = self.allocator(stack)
+        self.note(workload, f"worker ({allocator}): consumed {sums.get('fanout_events_consumed_total', 0):.0f}, delivered {delivered:.0f}, "
                             f"sends retried {retried:.0f}, dead letters {sums.get('fanout_dead_letters_total', 0):.0f}, "
                             f"commits {sums.get('fanout_offset_commits_total', 0):.0f}, partition pauses {pauses}; "
                             f"CPU {cpu or 0:.1f} s over {elapsed:.1f} s; peak RSS {(hwm or 0) / 1024:.0f} MiB; "
@@ -578,6 +579,16 @@ class Bench:
     def count_log(stack, message):
         with open(stack.worker_log, errors="replace") as f:
             return sum(1 for line in f if f'"msg":"{message}"' in line)
+
+    @staticmethod
+    def allocator(stack):
+        """The heap allocator the worker said it runs on ("worker started" line): jemalloc in a release build."""
+        with open(stack.worker_log, errors="replace") as f:
+            for line in f:
+                found = re.search(r'"msg":"worker started".*?"allocator":"(\w+)"', line)
+                if found:
+                    return found.group(1)
+        return "allocator not logged"
 
     def snapshot_metrics(self, stack):
         try:

@@ -143,7 +143,8 @@ public final class Worker: Sendable {
         core.gate.start()
         log.info("worker started", ["group": .string(configuration.kafka.groupID),
                                     "group_instance_id": .string(configuration.kafka.groupInstanceID ?? "(none: dynamic member)"),
-                                    "partitions": .int(updates), "apps": .string(configuration.apps.map(\.bundleID).joined(separator: ","))])
+                                    "partitions": .int(updates), "apps": .string(configuration.apps.map(\.bundleID).joined(separator: ",")),
+                                    "allocator": .string(ProcessHeap.allocator)])
     }
 
     /// Graceful stop (SIGTERM): stop intake, drain in-flight sends and dead-letter/feedback produces
