@@ -50,7 +50,7 @@ let package = Package(
                 dependencies: ["FanoutWorker", "FanoutCore", "APNsModel", "FanoutKafka", "FanoutAPNs", "APNsSimulator", "FanoutCrypto"],
                 swiftSettings: strict),
         // A release build allocates with jemalloc (Debian's libjemalloc2): per-thread caches where glibc's
-        // two arenas made the worker's threads queue on their locks (README "Performance"). Debug builds,
+        // two arenas made the worker's threads queue on their locks (README "Load testing and benchmarks"). Debug builds,
         // the tests and the sanitizers (which bring their own allocator) keep glibc malloc.
         .executableTarget(name: "fanout", dependencies: ["FanoutCLI"], swiftSettings: strict,
                           linkerSettings: [.linkedLibrary("jemalloc", .when(configuration: .release))]),

@@ -5,7 +5,7 @@
 // jemalloc reads its options from this symbol when the process starts (a release `fanout` links
 // jemalloc; elsewhere the symbol is unused). Two arenas, as glibc is limited to (ProcessHeap), and
 // pages freed by the program handed back to the kernel about a second later by jemalloc's own
-// background thread, so resident memory follows what is live (docs/operations.md, "Memory").
+// background thread, so resident memory follows what is live (README "Memory", under Operating it).
 // The environment's MALLOC_CONF still overrides it, option by option.
 const char *malloc_conf = "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0,background_thread:true";
 
@@ -24,9 +24,11 @@ long long fanout_jemalloc_free_bytes(void) {
     uint64_t epoch = 1;
     size_t epoch_length = sizeof(epoch);
     if (mallctl("epoch", &epoch, &epoch_length, &epoch, sizeof(epoch)) != 0) return -1;
-    size_t resident = 0, allocated = 0;
-    if (read_size("stats.resident", &resident) != 0 || read_size("stats.allocated", &allocated) != 0) return -1;
-    return resident > allocated ? (long long)(resident - allocated) : 0;
+    // Dirty and muzzy pages of every arena (MALLCTL_ARENAS_ALL, 4096): freed by the program, still resident.
+    size_t dirty = 0, muzzy = 0, page = 0;
+    if (read_size("stats.arenas.4096.pdirty", &dirty) != 0 || read_size("stats.arenas.4096.pmuzzy", &muzzy) != 0
+        || read_size("arenas.page", &page) != 0) return -1;
+    return (long long)((dirty + muzzy) * page);
 }
 
 int fanout_jemalloc_purge(void) {

@@ -6,8 +6,8 @@
 /// 1 when jemalloc is the process's allocator (its `mallctl` is linked), else 0.
 int fanout_heap_is_jemalloc(void);
 
-/// jemalloc: bytes resident in its arenas but not allocated to the program (`stats.resident` minus
-/// `stats.allocated`, after refreshing its statistics), what a purge can return. -1 without jemalloc.
+/// jemalloc: bytes in pages the program freed that are still resident (its arenas' dirty and muzzy
+/// pages, after refreshing its statistics), what a purge returns. -1 without jemalloc.
 long long fanout_jemalloc_free_bytes(void);
 
 /// jemalloc: returns every arena's unused dirty pages to the kernel now. 0 on success, -1 without jemalloc.

@@ -37,7 +37,8 @@ public enum ProcessHeap {
     }
 
     /// Bytes the allocator holds but the program does not use, the part a trim can return: glibc's
-    /// free chunks in every arena (`mallinfo2().fordblks`); jemalloc's resident minus allocated bytes.
+    /// free chunks in every arena (`mallinfo2().fordblks`); jemalloc's freed pages not yet returned
+    /// (its dirty and muzzy pages).
     public static var freeBytes: Int { isJemalloc ? max(0, Int(fanout_jemalloc_free_bytes())) : Int(mallinfo2().fordblks) }
 
     /// Resident memory of the process (`/proc/self/statm`'s second field, in pages); nil where the

@@ -168,7 +168,7 @@ public final class FanoutMetrics: Sendable {
                                            help: "APNs configuration errors (key, topic, environment), by app and reason.", labels: ["app", "reason"])
         appBlocked = registry.gauge("fanout_app_blocked", help: "1 while sending for the app is stopped by a configuration error.", labels: ["app"])
         jwtRefreshes = registry.counter("fanout_jwt_refreshes_total", help: "Provider JWTs minted, by app.", labels: ["app"])
-        heapFreeBytes = registry.gauge("fanout_heap_free_bytes", help: "Bytes the allocator holds but the program does not use (jemalloc: resident minus allocated; glibc: free chunks, mallinfo2 fordblks), sampled once a second; above 32 MiB the free pages are returned to the kernel.")
+        heapFreeBytes = registry.gauge("fanout_heap_free_bytes", help: "Bytes the allocator holds but the program does not use (jemalloc: freed pages not yet returned; glibc: free chunks, mallinfo2 fordblks), sampled once a second; above 32 MiB the free pages are returned to the kernel.")
         heapTrims = registry.counter("fanout_heap_trims_total", help: "Times free heap pages were returned to the kernel (a jemalloc purge, or glibc malloc_trim), at most once a second.")
         residentMemoryBytes = registry.gauge("fanout_resident_memory_bytes", help: "Resident memory of the process in bytes (/proc/self/statm), sampled once a second.")
         ready = registry.gauge("fanout_ready", help: "1 when /readyz would answer 200 (partitions assigned, no APNs lane failing, no app paused by a configuration error, every output topic writable), else 0; computed at each scrape.")
