@@ -5,10 +5,8 @@
 // `fanout bench` finds `fanout_allocation_count` with dlsym; without the preload it reports no counts.
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <string.h>
 
 // Each call goes on to the allocator the process would use without the preload (the next definition
@@ -36,6 +34,7 @@ static int from_bootstrap(const void *pointer) {
     return (const char *)pointer >= bootstrap && (const char *)pointer < bootstrap + sizeof(bootstrap);
 }
 
+// Looks every function up once; `next_malloc` is set last, so once it is set all of them are.
 static void resolve(void) {
     if (atomic_exchange(&resolving, 1)) return;
     next_calloc = dlsym(RTLD_NEXT, "calloc");
@@ -72,7 +71,7 @@ void *malloc(size_t size) {
 }
 
 void *calloc(size_t count, size_t size) {
-    if (next_calloc == NULL || next_malloc == NULL) { resolve(); if (next_malloc == NULL) return bootstrap_alloc(count * size); }
+    if (next_malloc == NULL) { resolve(); if (next_malloc == NULL) return bootstrap_alloc(count * size); }
     counted();
     return next_calloc(count, size);
 }

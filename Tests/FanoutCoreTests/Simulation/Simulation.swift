@@ -178,10 +178,10 @@ struct Simulation {
     mutating func commitsReachKafkaWhileSettled() throws {
         guard configuration.commitInterval != nil else { return }
         let dueBy = now + .minutes(5)
-        while workload.logs.contains(where: { (stored[$0.key] ?? 0) != Int64($0.value.count) }) {
+        func short() -> [String] { workload.logs.filter { (stored[$0.key] ?? 0) != Int64($0.value.count) }.map(\.key.description) }
+        while !short().isEmpty {
             guard let next = nextTime(), next <= dueBy else {
-                let short = workload.logs.filter { (stored[$0.key] ?? 0) != Int64($0.value.count) }.map(\.key.description).sorted()
-                throw fail("commits of \(short.joined(separator: ",")) did not reach Kafka within 5 min of settling"
+                throw fail("commits of \(short().sorted().joined(separator: ",")) did not reach Kafka within 5 min of settling"
                            + (engine.commitsHeldForRebalance ? " (held for a rebalance)" : ""))
             }
             now = max(now, next)
