@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "FanoutTestSupport", path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "APNsModelTests", dependencies: ["APNsModel"], swiftSettings: strict),
         .testTarget(name: "FanoutCoreTests", dependencies: ["FanoutCore", "APNsModel"], swiftSettings: strict),
-        .testTarget(name: "FanoutKafkaTests", dependencies: ["FanoutKafka", "FanoutCore"], swiftSettings: strict),
+        .testTarget(name: "FanoutKafkaTests", dependencies: ["FanoutKafka", "FanoutCore", "FanoutTestSupport"], swiftSettings: strict),
         .testTarget(name: "FanoutHTTP2Tests", dependencies: ["FanoutHTTP2"], swiftSettings: strict),
         .testTarget(name: "FanoutAPNsTests", dependencies: ["FanoutAPNs", "APNsModel", "APNsSimulator", "FanoutCrypto", "FanoutTestSupport"], swiftSettings: strict),
         .testTarget(name: "APNsSimulatorTests", dependencies: ["APNsSimulator", "APNsModel", "FanoutCrypto", "FanoutTestSupport"], swiftSettings: strict),

@@ -61,6 +61,10 @@ public final class MockKafkaCluster: @unchecked Sendable {
         rd_kafka_mock_clear_request_errors(cluster, apiKey.rawValue)
     }
 
+    /// Closes the broker's listener and its connections; `setBrokerUp` listens again on the same port.
+    /// librdkafka re-binds the port as it closes the listener and aborts the process if that bind fails,
+    /// which another socket of a busy process can make happen: tests in a shared process use an
+    /// unreachable address or a round-trip time instead.
     public func setBrokerDown(_ broker: Int32) throws {
         try check(rd_kafka_mock_broker_set_down(cluster, broker), "could not take broker \(broker) down")
     }

@@ -1,3 +1,4 @@
+import FanoutTestSupport
 import Synchronization
 import Testing
 @testable import FanoutKafka
@@ -35,12 +36,12 @@ import Testing
         let cluster = try MockKafkaCluster()
         let topic = uniqueName("full")
         try cluster.createTopic(topic, partitions: 1)
-        try cluster.setBrokerDown(1)
-        // The records must outlive the outage on a loaded runner: a long delivery timeout, and a short reconnect
-        // backoff so the producer finds the broker again soon after it is up (librdkafka's default waits up to 10 s).
+        // A broker that answers nothing for 3 s: no record is acknowledged before then, so the queue stays full.
+        // (Not a broker taken down: that re-binds its port inside librdkafka, racing the suite's other sockets.)
+        try cluster.setBrokerRoundTripTime(1, milliseconds: 3000)
+        // The records must outlive the wait on a loaded runner: a long delivery timeout.
         let producer = try KafkaProducer(configuration: cluster.configuration(["queue.buffering.max.messages": "2",
-                                                                               "delivery.timeout.ms": "300000",
-                                                                               "reconnect.backoff.max.ms": "500"]))
+                                                                               "delivery.timeout.ms": "300000"]))
         let failures = Mutex<[KafkaError]>([])
         for _ in 0..<2 {
             try producer.produce(topic: topic, key: nil, value: bytes("a")) { result in
@@ -52,22 +53,21 @@ import Testing
         }
         #expect(error?.code == .queueFull)
         #expect(error?.underlying == .queueFull)
-        // The queued records are still owned by their completions: a flush cannot finish while the broker is down.
+        // The queued records are still owned by their completions: a flush cannot finish before the broker answers.
         let flushError = await #expect(throws: KafkaError.self) {
             try await onThread { try producer.flush(timeout: .milliseconds(300)) }
         }
         #expect(flushError?.code == .flushTimedOut)
-        try cluster.setBrokerUp(1)
+        try cluster.setBrokerRoundTripTime(1, milliseconds: 0)
         try await onThread { try producer.flush(timeout: .seconds(120)) }
         #expect(failures.withLock { $0 }.isEmpty)
     }
 
     @Test func purgeFailsEveryUnacknowledgedRecordBeforeReturning() async throws {
-        let cluster = try MockKafkaCluster()
+        let unreachable = try RefusingAddress()
         let topic = uniqueName("purge")
-        try cluster.createTopic(topic, partitions: 1)
-        try cluster.setBrokerDown(1)
-        let producer = try KafkaProducer(configuration: cluster.configuration(), onError: { _ in })
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: unreachable.hostAndPort),
+                                         onError: { _ in })
         let results = Mutex<[Result<KafkaDeliveryReport, KafkaError>]>([])
         for index in 0..<3 {
             try producer.produce(topic: topic, key: nil, value: bytes("\(index)")) { result in
@@ -86,13 +86,14 @@ import Testing
             #expect(error.underlying.name.hasPrefix("_PURGE"))
         }
         #expect(producer.pendingCount == 0)
+        withExtendedLifetime(unreachable) {}
     }
 
     @Test func librdkafkaLogLinesReachTheLogHandler() async throws {
-        let cluster = try MockKafkaCluster()
-        try cluster.setBrokerDown(1)
+        let unreachable = try RefusingAddress()
         let records = Mutex<[KafkaLogRecord]>([])
-        let producer = try KafkaProducer(configuration: cluster.configuration(), onError: { _ in },
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(bootstrapServers: unreachable.hostAndPort),
+                                         onError: { _ in },
                                          log: { record in records.withLock { $0.append(record) } })
         try await waitUntil("a log line about the refused connection") {
             records.withLock { $0.contains { $0.facility == "FAIL" } }
@@ -101,7 +102,7 @@ import Testing
         #expect(failure.level <= 4)
         #expect(failure.client.contains("producer"))
         #expect(failure.message.contains("Connect"))
-        withExtendedLifetime(producer) {}
+        withExtendedLifetime((producer, unreachable)) {}
     }
 
     @Test func unhandledErrorsReachStderrWithoutTokensOrJWTs() {

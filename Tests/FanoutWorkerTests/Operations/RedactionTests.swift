@@ -1,5 +1,6 @@
 import APNsModel
 import FanoutKafka
+import FanoutTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -18,11 +19,10 @@ import Testing
     /// librdkafka names its client by `client.id` in every line; a broker that refuses the connection
     /// makes it log one. The lines, as the worker writes them, carry neither secret.
     @Test func librdkafkaLinesLoseTokensAndJWTs() async throws {
-        let cluster = try MockKafkaCluster()
-        try cluster.setBrokerDown(1)
+        let unreachable = try RefusingAddress()
         let lines = LineCollector()
         let log = Log(level: .debug, sink: lines.sink)
-        var configuration = cluster.configuration()
+        var configuration = KafkaConfiguration(bootstrapServers: unreachable.hostAndPort)
         configuration.properties["client.id"] = "fanout-\(Self.token)-\(Self.jwt)"
         let producer = try KafkaProducer(configuration: configuration, onError: { error in
             log.warning("Kafka producer error", ["error": .string(error.description)])
@@ -31,7 +31,7 @@ import Testing
         while !lines.all.contains(where: { $0.contains("\"facility\":\"FAIL\"") }) && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        withExtendedLifetime(producer) {}
+        withExtendedLifetime((producer, unreachable)) {}
         let failures = lines.all.filter { $0.contains("\"facility\":\"FAIL\"") }
         #expect(!failures.isEmpty, "librdkafka logged the refused connection")
         for line in lines.all { #expect(Self.hasNoSecret(line), "\(line)") }
