@@ -384,6 +384,20 @@ class Stack:
             series[key] = number
         return sums, series
 
+    @staticmethod
+    def bucket_bound(series, family, quantile):
+        """The upper bound (s) of the histogram bucket holding `quantile` of `family`'s observations, all
+        labels summed, as Prometheus' buckets allow no finer; None without observations."""
+        buckets = {}
+        for key, value in series.items():
+            if key.startswith(family + "_bucket{"):
+                bound = re.search(r'le="([^"]+)"', key).group(1)
+                buckets[float(bound)] = buckets.get(float(bound), 0.0) + value
+        total = buckets.get(float("inf"), 0.0)
+        if total <= 0:
+            return None
+        return next(bound for bound, count in sorted(buckets.items()) if count >= quantile * total)
+
     def allocations(self):
         """Heap allocations the stopped worker made in its whole run (None when not counted)."""
         try:
@@ -815,6 +829,7 @@ class Bench:
             self.note(tag, f"producer: {f.read().strip()}")
         finished = wait_until(lambda: stack.accepted() - baseline >= n, 30, stack, "sending workload 3")
         self.snapshot_metrics(stack)
+        round_trip = {q: Stack.bucket_bound(self.final_series, "fanout_apns_latency_seconds", q) for q in (0.5, 0.99)}
         http_post(stack.control_url + "/flush")
         latencies = []
         by_second = {}  # second of the paced run (by the event's stamp) → its latencies
@@ -839,6 +854,9 @@ class Bench:
                   + " ms; the Kafka path alone (its own run, a kcat consumer following the topic, "
                   + f"{kafka.get('count', 0)} events): "
                   + " / ".join(f"{kafka[f'p{r}']:.1f}" if kafka.get(f"p{r}") is not None else "-" for r in (50, 90, 99, 100)) + " ms")
+        if round_trip[0.99] is not None:
+            self.note(tag, "of which the worker's APNs round trip (send → answer, fanout_apns_latency_seconds): "
+                           f"p50 ≤ {round_trip[0.5] * 1000:g} ms, p99 ≤ {round_trip[0.99] * 1000:g} ms (bucket bounds)")
         if seconds_p99:
             self.note(tag, "p99 of the events stamped in each second of the run: "
                       + " ".join(f"{value:.0f}" for value in seconds_p99) + " ms")

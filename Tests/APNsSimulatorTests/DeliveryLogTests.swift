@@ -1,4 +1,4 @@
-import APNsSimulator
+@testable import APNsSimulator
 import Foundation
 import Testing
 
@@ -40,6 +40,38 @@ struct DeliveryLogTests {
         #expect(records.map(\.keyID) == [harness.credentials.keyID, "KEY0000002"])
         let line = String(decoding: try JSONEncoder().encode(records[1]), as: UTF8.self)
         #expect(line.contains("\"key-id\":\"KEY0000002\""))
+    }
+
+    /// The log's hand-written lines are the records' `Codable` form: each decodes back to its record, and
+    /// parses to the same JSON object `JSONEncoder` writes (escapes, absent optionals, numbers).
+    @Test func eachLogLineIsTheRecordsCodableForm() throws {
+        let device = DeliveryRecord(time: 1_796_548_376.136_12, kind: .device, token: String(repeating: "ab", count: 32),
+                                    channel: nil, bundleID: "com.example.app", priority: 10, apnsID: "0A1B2C3D-0000-4000-8000-000000000001",
+                                    uniqueID: "u-1", topic: "com.example.app.push-type.liveactivity", pushType: "liveactivity",
+                                    expiration: 1_796_552_000, collapseID: nil, event: "update", timestamp: 1_700_000_002,
+                                    aps: #"{"event":"update","content-state":{"note":"line\n \"quoted\" / \\ é \u0001"}}"#, keyID: "KEY0000001")
+        var broadcast = device
+        broadcast.kind = .broadcast
+        broadcast.token = nil
+        broadcast.channel = "dHJhY2stMQ=="
+        broadcast.expiration = nil
+        broadcast.collapseID = "tab\tquote\"\u{1F}"
+        broadcast.keyID = nil
+        broadcast.time = 5
+        broadcast.timestamp = 0.000_01
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for record in [device, broadcast] {
+            var line: [UInt8] = []
+            record.appendJSONLine(to: &line)
+            #expect(line.last == 0x0A)
+            #expect(line.dropLast().allSatisfy { $0 != 0x0A }, "one line per record")
+            let body = Data(line.dropLast())
+            #expect(try JSONDecoder().decode(DeliveryRecord.self, from: body) == record)
+            let written = try #require(try JSONSerialization.jsonObject(with: body) as? NSDictionary)
+            let encoded = try #require(try JSONSerialization.jsonObject(with: encoder.encode(record)) as? NSDictionary)
+            #expect(written == encoded, "\(String(decoding: line, as: UTF8.self))")
+        }
     }
 
     /// What the phone shows: newest timestamp wins, older updates are dropped, end is final.

@@ -43,15 +43,11 @@ final class DeliveryLogWriter: Sendable {
                 return state.pendingLog ?? []
             }
             guard !records.isEmpty else { return }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            var data = Data()
-            for record in records {
-                data.append(try encoder.encode(record))
-                data.append(0x0A)
-            }
+            var lines: [UInt8] = []
+            lines.reserveCapacity(records.count * 512)
+            for record in records { record.appendJSONLine(to: &lines) }
             do {
-                try handle.write(contentsOf: data)
+                try handle.write(contentsOf: lines)
             } catch {
                 engine.state.withLock { $0.deliveryLogWriteErrors += records.count }
                 throw APNsSimulatorError.configuration("writing delivery log \(path): \(error)")
