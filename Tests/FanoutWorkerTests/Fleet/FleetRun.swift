@@ -162,6 +162,9 @@ final class FleetRun: Sendable {
         print("measured: [\(name)] duplicate sends (same token and timestamp): \(figures.duplicates); "
               + "priority-10 budget overspend (sends past burst 4 + 12 an hour per token): \(figures.priority10Overspend); "
               + "pushes arriving under 0.75 s after the previous one to the same token (min_interval 1 s between send starts): \(figures.minIntervalBreaches)")
+        if !figures.overBudgetTrail.isEmpty {
+            print("measured: [\(name)] over budget, for example (seconds from the event): \(figures.overBudgetTrail)")
+        }
         let kept = figures.keptGapPartition.map { "largest delivery gap of the \(harness.partitions - figures.moved.count) that did not: "
             + String(format: "%.2f s (partition %d)", figures.largestKeptGap, $0) } ?? "every partition moved"
         print("measured: [\(name)] partitions moved: \(figures.moved.sorted()); \(kept); largest gap of the moved: "
@@ -201,7 +204,9 @@ final class FleetRun: Sendable {
             if let activity = activity(of: record), let partition = partitionOf[activity] { times[partition, default: []].append(record.time) }
         }
         var figures = FleetFigures(deliveries: records.count, duplicates: duplicates, moved: moved)
-        (figures.priority10Overspend, figures.minIntervalBreaches) = Self.budgetFigures(records)
+        let budget = Self.budgetFigures(records)
+        (figures.priority10Overspend, figures.minIntervalBreaches) = (budget.overspend, budget.minIntervalBreaches)
+        figures.overBudgetTrail = Self.trail(of: budget.overspentTokens.prefix(3), in: records, since: event)
         var recovered = event
         for partition in 0..<Int32(harness.partitions) {
             let points = [event - 2] + (times[partition] ?? []).sorted() + [streamEnded]
@@ -225,11 +230,15 @@ final class FleetRun: Sendable {
     /// (docs/design.md §3: burst 4, 12 an hour, at most one send a second): priority-10 pushes past what
     /// the bucket allows, and pushes closer than min_interval to the one before. A handoff without the
     /// state changelog starts every target's bucket full (docs/design.md §11), which shows up here.
-    static func budgetFigures(_ records: [DeliveryRecord]) -> (overspend: Int, minIntervalBreaches: Int) {
+    /// `overspentTokens`: the tokens with an overspend, in no particular order.
+    static func budgetFigures(_ records: [DeliveryRecord]) -> (overspend: Int, minIntervalBreaches: Int, overspentTokens: [String]) {
         var byToken: [String: [DeliveryRecord]] = [:]
         for record in records where record.kind == .device { byToken[record.token ?? "", default: []].append(record) }
         var overspend = 0, breaches = 0
-        for (_, pushes) in byToken {
+        var overspentTokens: [String] = []
+        for (token, pushes) in byToken {
+            let before = overspend
+            defer { if overspend > before { overspentTokens.append(token) } }
             var credits = 4.0, countedAt = -Double.infinity, previous = -Double.infinity
             for push in pushes.sorted(by: { $0.time < $1.time }) {
                 // Arrival times, not send starts: a push that waited in the client arrives late, so the
@@ -242,7 +251,20 @@ final class FleetRun: Sendable {
                 if credits >= 1 { credits -= 1 } else { overspend += 1 }
             }
         }
-        return (overspend, breaches)
+        return (overspend, breaches, overspentTokens)
+    }
+
+    /// One line naming, for each of `tokens`, who sent its pushes and when: "token 3f2a…: p10 w1 -4.20,
+    /// p10 w2 +0.35 …" (seconds from `event`, the worker by its key id), for a failure message.
+    static func trail(of tokens: some Sequence<String>, in records: [DeliveryRecord], since event: Double) -> String {
+        tokens.map { token in
+            let pushes = records.filter { $0.kind == .device && $0.token == token }.sorted { $0.time < $1.time }
+            let steps = pushes.map { push in
+                let worker = push.keyID.map { "w\(Int($0.dropFirst("KEYFLEET".count)) ?? 0)" } ?? "w?"
+                return "p\(push.priority) \(worker) " + String(format: "%+.2f", push.time - event)
+            }
+            return "token \(token.prefix(8))…: " + steps.joined(separator: ", ")
+        }.joined(separator: "; ")
     }
 
     /// Pushes the simulator accepted from worker `index` (by its key id).
@@ -256,6 +278,8 @@ struct FleetFigures {
     var duplicates: Int
     var moved: Set<Int32>
     var priority10Overspend = 0
+    /// Who sent the pushes of a few over-budget tokens, and when (`FleetRun.trail`); empty without any.
+    var overBudgetTrail = ""
     var minIntervalBreaches = 0
     var largestKeptGap = 0.0
     var keptGapPartition: Int32?

@@ -41,7 +41,8 @@ struct FleetTests {
         try await Task.sleep(for: .seconds(2))
         let figures = try await run.finish(event: event)
         // An orderly handoff with the state changelog: the new owners restore every budget they take over.
-        #expect(figures.priority10Overspend == 0, "[SIGTERM] \(figures.priority10Overspend) priority-10 push(es) past a token's budget")
+        #expect(figures.priority10Overspend == 0,
+                "[SIGTERM] \(figures.priority10Overspend) priority-10 push(es) past a token's budget, \(figures.duplicates) duplicate(s); SIGTERM at +0.00: \(figures.overBudgetTrail)")
     }
 
     /// The same SIGTERM without the state changelog (`kafka.topics.state` ""): the figures to compare
