@@ -92,6 +92,11 @@ final class FleetHarness: Sendable {
 
     static func keyID(_ worker: Int) -> String { "KEYFLEET\(String(format: "%02d", worker))" }
 
+    /// The worker whose `keyID` this is; nil for another key.
+    static func worker(ofKeyID keyID: String) -> Int? {
+        keyID.hasPrefix("KEYFLEET") ? Int(keyID.dropFirst("KEYFLEET".count)) : nil
+    }
+
     private static func remember(_ pid: pid_t, in file: String) {
         if let handle = FileHandle(forWritingAtPath: file) {
             handle.seekToEndOfFile()

@@ -238,7 +238,6 @@ final class FleetRun: Sendable {
         var overspentTokens: [String] = []
         for (token, pushes) in byToken {
             let before = overspend
-            defer { if overspend > before { overspentTokens.append(token) } }
             var credits = 4.0, countedAt = -Double.infinity, previous = -Double.infinity
             for push in pushes.sorted(by: { $0.time < $1.time }) {
                 // Arrival times, not send starts: a push that waited in the client arrives late, so the
@@ -250,6 +249,7 @@ final class FleetRun: Sendable {
                 countedAt = push.time
                 if credits >= 1 { credits -= 1 } else { overspend += 1 }
             }
+            if overspend > before { overspentTokens.append(token) }
         }
         return (overspend, breaches, overspentTokens)
     }
@@ -260,7 +260,7 @@ final class FleetRun: Sendable {
         tokens.map { token in
             let pushes = records.filter { $0.kind == .device && $0.token == token }.sorted { $0.time < $1.time }
             let steps = pushes.map { push in
-                let worker = push.keyID.map { "w\(Int($0.dropFirst("KEYFLEET".count)) ?? 0)" } ?? "w?"
+                let worker = push.keyID.flatMap(FleetHarness.worker(ofKeyID:)).map { "w\($0)" } ?? "w?"
                 return "p\(push.priority) \(worker) " + String(format: "%+.2f", push.time - event)
             }
             return "token \(token.prefix(8))…: " + steps.joined(separator: ", ")
