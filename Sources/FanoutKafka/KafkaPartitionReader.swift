@@ -80,6 +80,9 @@ public final class KafkaPartitionReader: Sendable {
         return try client.partitionCounts(of: topics, timeout: timeout)
     }
 
+    /// Watermark queries sent so far to restart a fetcher that librdkafka left stopped (`FetchNudge`).
+    public var fetchNudges: KafkaFetchNudges { client.fetchNudge.counts }
+
     /// Blocking: stops fetching. Later calls throw `.closed`.
     public func close() {
         let wasClosed = closed.withLock { closed in

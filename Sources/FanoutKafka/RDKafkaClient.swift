@@ -12,6 +12,9 @@ final class RDKafkaClient: @unchecked Sendable {
     private let context: ClientContext
     /// Set by `neverDestroy()`: `deinit` then leaves the handle (and its context) alive.
     private let abandoned = Atomic(false)
+    /// Partitions paused through `pause` and not resumed since: `FetchNudge` leaves them alone.
+    private let paused = Mutex<Set<PartitionID>>([])
+    let fetchNudge = FetchNudge()
 
     init(type: rd_kafka_type_t, conf: RDKafkaConf, context: ClientContext) throws {
         let opaque = Unmanaged.passUnretained(context).toOpaque()
@@ -100,6 +103,7 @@ final class RDKafkaClient: @unchecked Sendable {
                 batch.errors.append(KafkaError(.consume, err, "consume error\(location): \(text)"))
             }
         }
+        if batch.messages.count < maxMessages { fetchNudge.afterShortPoll(of: self) }
         return batch
     }
 
@@ -143,10 +147,12 @@ final class RDKafkaClient: @unchecked Sendable {
         if err != RD_KAFKA_RESP_ERR_NO_ERROR || !failures.isEmpty {
             throw KafkaError(.pause, err, "could not pause \(partitions.count) partition(s)", partitionFailures: failures)
         }
+        paused.withLock { $0.formUnion(partitions) }
     }
 
     func resume(_ partitions: some Collection<PartitionID>) throws {
         guard !partitions.isEmpty else { return }
+        paused.withLock { $0.subtract(partitions) }
         let list = RDKafkaTopicPartitionList(partitions)
         let err = list.withPointer { rd_kafka_resume_partitions(handle, $0) }
         let failures = list.failures
@@ -154,6 +160,8 @@ final class RDKafkaClient: @unchecked Sendable {
             throw KafkaError(.resume, err, "could not resume \(partitions.count) partition(s)", partitionFailures: failures)
         }
     }
+
+    var pausedPartitions: Set<PartitionID> { paused.withLock { $0 } }
 
     func assignment() throws -> Set<PartitionID> {
         var pointer: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
