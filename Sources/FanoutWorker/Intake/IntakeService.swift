@@ -179,16 +179,19 @@ final class IntakeService: PartitionActions {
             if batch.messages.isEmpty {
                 core.regulate()  // sends completed meanwhile may let a paused partition resume
             } else {
-                let (owned, firstRead) = state.withLock { state in
+                let runs = KafkaPartitionRun.runs(in: batch.messages)
+                let (ownedRuns, firstRead) = state.withLock { state in
+                    var ownedRuns: [KafkaPartitionRun] = []
                     var firstRead: [PartitionID: Int64] = [:]
-                    for message in batch.messages where state.owned.contains(message.topicPartition) {
-                        let end = message.offset + 1
-                        if end > state.readEnd[message.topicPartition] ?? 0 { state.readEnd[message.topicPartition] = end }
-                        if state.committedAt[message.topicPartition] == nil { state.committedAt[message.topicPartition] = message.offset }
-                        if !state.boundaryReported.contains(message.topicPartition) { firstRead[message.topicPartition] = end }
+                    for run in runs where state.owned.contains(run.partition) {
+                        ownedRuns.append(run)
+                        let end = batch.messages[run.range.upperBound - 1].offset + 1
+                        if end > state.readEnd[run.partition] ?? 0 { state.readEnd[run.partition] = end }
+                        if state.committedAt[run.partition] == nil { state.committedAt[run.partition] = batch.messages[run.range.lowerBound].offset }
+                        if !state.boundaryReported.contains(run.partition) { firstRead[run.partition] = end }
                     }
                     state.boundaryReported.formUnion(firstRead.keys)
-                    return (state.owned, firstRead)
+                    return (ownedRuns, firstRead)
                 }
                 // Before the partition's first records reach the engine: what was in the log when this
                 // member got it is the high watermark of its first fetch (at least the records read now).
@@ -196,7 +199,7 @@ final class IntakeService: PartitionActions {
                     let watermark = (try? consumer.lastKnownHighWatermark(of: partition)) ?? nil
                     core.replayBoundary(of: partition, below: max(readEnd, watermark ?? readEnd))
                 }
-                core.ingest(batch.messages.filter { owned.contains($0.topicPartition) })  // regulates too
+                core.ingest(batch.messages, runs: ownedRuns)  // regulates too
             }
             if ContinuousClock.now - lastGauges >= gaugeInterval {
                 updateLag()

@@ -16,6 +16,10 @@ struct RetainedMessages: Sendable {
         messages.append(message)
     }
 
+    mutating func append(contentsOf run: ArraySlice<KafkaMessage>) {
+        for message in run { append(message) }
+    }
+
     func message(at offset: Int64) -> KafkaMessage? {
         var low = head, high = messages.count - 1
         while low <= high {

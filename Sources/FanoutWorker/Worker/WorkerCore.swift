@@ -70,50 +70,50 @@ final class WorkerCore: Sendable {
 
     // MARK: Intake
 
-    /// Decodes a batch (outside the lock), feeds it to the engine (one lock), then performs the
-    /// actions and dead-letters what the decoder rejected.
-    func ingest(_ messages: [KafkaMessage]) {
-        guard !messages.isEmpty else { return }
+    /// Decodes the records of `runs` in `messages` (outside the lock), feeds them to the engine (one
+    /// lock), then performs the actions and dead-letters what the decoder rejected. Records outside
+    /// the runs (of partitions this member does not own) are not looked at.
+    func ingest(_ messages: [KafkaMessage], runs: [KafkaPartitionRun]) {
+        guard !runs.isEmpty else { return }
         let now = clock.now()
         let decoder = EventDecoder(policy: settings.policy)
         var decoded: [Result<ActivityEvent, EventRejection>] = []
         decoded.reserveCapacity(messages.count)
-        // A batch usually comes from one or two topics: resolve each counter's labels once per run of
-        // a topic, not once per event (each lookup hashes the label values under a lock, ≈0.4 µs).
-        var countedTopic = ""
-        var countedEvents: UInt64 = 0
-        for message in messages {
-            let lane = lane(of: message.topic)
-            if message.topic != countedTopic {
-                if countedEvents > 0 { metrics.eventsConsumed.labels(countedTopic).increment(by: countedEvents) }
-                countedTopic = message.topic
-                countedEvents = 0
+        // Each counter's labels are resolved once per run, not once per event (each lookup hashes
+        // the label values under a lock, ≈0.4 µs).
+        for run in runs {
+            let topic = run.partition.topic
+            let lane = lane(of: topic)
+            metrics.eventsConsumed.labels(topic).increment(by: UInt64(run.range.count))
+            for message in messages[run.range] {
+                var result = decoder.decode(record: message.value, key: message.key, lane: lane, now: now / Nanoseconds.nanosecondsPerSecond)
+                if case .success(var event) = result, event.staleDate == nil, !settings.staleAfterOverrides.isEmpty {
+                    settings.applyStaleAfter(to: &event)
+                    result = .success(event)
+                }
+                decoded.append(result)
             }
-            countedEvents += 1
-            var result = decoder.decode(record: message.value, key: message.key, lane: lane, now: now / Nanoseconds.nanosecondsPerSecond)
-            if case .success(var event) = result, event.staleDate == nil, !settings.staleAfterOverrides.isEmpty {
-                settings.applyStaleAfter(to: &event)
-                result = .success(event)
-            }
-            decoded.append(result)
         }
-        if countedEvents > 0 { metrics.eventsConsumed.labels(countedTopic).increment(by: countedEvents) }
         var actions: [EngineAction] = []
         var rejected: [(KafkaMessage, EventRejection)] = []
         state.withLock { state in
-            for (message, result) in zip(messages, decoded) {
-                let source = EventSource(partition: message.topicPartition, offset: message.offset)
-                state.retained[source.partition, default: RetainedMessages()].append(message)
-                state.summary.eventsIn += 1
-                switch result {
-                case .success(let event):
-                    state.summary.eventsAccepted += 1
-                    state.engine.receive(event, from: source, now: now, into: &actions)
-                case .failure(let rejection):
-                    // A record of a closing partition is left to its next owner, who judges it again.
-                    guard state.engine.takes(source) else { continue }
-                    state.engine.receiveRejected(source)
-                    rejected.append((message, rejection))
+            var next = 0
+            for run in runs {
+                state.retained[run.partition, default: RetainedMessages()].append(contentsOf: messages[run.range])
+                state.summary.eventsIn += run.range.count
+                for message in messages[run.range] {
+                    let source = EventSource(partition: run.partition, offset: message.offset)
+                    defer { next += 1 }
+                    switch decoded[next] {
+                    case .success(let event):
+                        state.summary.eventsAccepted += 1
+                        state.engine.receive(event, from: source, now: now, into: &actions)
+                    case .failure(let rejection):
+                        // A record of a closing partition is left to its next owner, who judges it again.
+                        guard state.engine.takes(source) else { continue }
+                        state.engine.receiveRejected(source)
+                        rejected.append((message, rejection))
+                    }
                 }
             }
             state.engine.regulate(now: now, into: &actions)
