@@ -7,15 +7,14 @@ import Synchronization
 ///
 /// librdkafka stops fetching once the reader's local queue holds `queued.min.messages` records or
 /// `queued.max.messages.kbytes` (counted over all of the consumer's partitions), and looks again
-/// only when its broker thread next wakes: up to a second later (confluentinc/librdkafka#2879;
-/// librdkafka 2.4 made that wait `fetch.queue.backoff.ms`). A reader that empties the queue sooner
-/// then waits idle while the broker holds more: catch-up went in bursts of about
-/// `queued.min.messages` records a second. Any request to the broker wakes that thread, which
-/// fetches again at once. So after a poll that came back short (the queue is empty), the partitions
-/// that librdkafka last saw with records past the reader's position (paused ones aside) are asked
-/// for their latest offset — one ListOffsets request per leader, off the polling thread, at most
-/// once per `interval` (a drained reader's poll waits that long at most). A reader that keeps up has
-/// no lag after a short poll and sends none.
+/// only when its broker thread next wakes: up to a second later (docs/environment.md). A reader
+/// that empties the queue sooner then waits idle while the broker holds more: catch-up went in
+/// bursts of about `queued.min.messages` records a second. Any request to the broker wakes that
+/// thread, which fetches again at once. So after a poll that came back short (the queue is empty),
+/// the partitions that librdkafka last saw with records past the reader's position (paused ones
+/// aside) are asked for their latest offset — one ListOffsets request per leader, off the polling
+/// thread, at most once per `interval` (a drained reader's poll waits that long at most). A reader
+/// that keeps up has no lag after a short poll and sends none.
 final class FetchNudge: Sendable {
     /// At most one look at the lag, and one round of nudges, per interval.
     static let interval: Duration = .milliseconds(20)
@@ -70,15 +69,17 @@ public struct KafkaFetchNudges: Sendable, Equatable {
 extension RDKafkaClient {
     /// Blocking (a round trip to librdkafka's main thread for the assignment): assigned, unpaused
     /// partitions whose last fetched high watermark is past the reader's position; nil when the
-    /// assignment could not be read (e.g. the consumer is closing).
+    /// assignment could not be read (e.g. the consumer is closing). Pauses of partitions no longer
+    /// assigned are forgotten (a partition assigned again starts unpaused).
     func laggingPartitions() -> [PartitionID]? {
         var pointer: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
         let handle = withHandle { $0 }
         guard rd_kafka_assignment(handle, &pointer) == RD_KAFKA_RESP_ERR_NO_ERROR, let pointer else { return nil }
         let list = RDKafkaTopicPartitionList(adopting: pointer)
         guard list.withPointer({ rd_kafka_position(handle, $0) }) == RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
-        let paused = pausedPartitions
-        return list.entries.compactMap { entry in
+        let entries = list.entries
+        let paused = forgetPauses(outside: Set(entries.map(\.partition)))
+        return entries.compactMap { entry in
             guard entry.offset >= 0, !paused.contains(entry.partition),
                   let high = lastKnownHighWatermark(of: entry.partition), high > entry.offset else { return nil }
             return entry.partition

@@ -161,7 +161,13 @@ final class RDKafkaClient: @unchecked Sendable {
         }
     }
 
-    var pausedPartitions: Set<PartitionID> { paused.withLock { $0 } }
+    /// Partitions paused and not resumed since, after forgetting those outside `assigned`.
+    func forgetPauses(outside assigned: Set<PartitionID>) -> Set<PartitionID> {
+        paused.withLock { paused in
+            paused.formIntersection(assigned)
+            return paused
+        }
+    }
 
     func assignment() throws -> Set<PartitionID> {
         var pointer: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
