@@ -179,7 +179,7 @@ public final class KafkaConsumer: Sendable {
         return client.lastKnownHighWatermark(of: partition)
     }
 
-    /// Watermark queries sent so far to restart a fetcher that librdkafka left stopped (`FetchNudge`).
+    /// Latest-offset requests sent so far to restart a fetcher that librdkafka left stopped (`FetchNudge`).
     public var fetchNudges: KafkaFetchNudges { client.fetchNudge.counts }
 
     public func assignment() throws -> Set<PartitionID> {

@@ -80,7 +80,7 @@ public final class KafkaPartitionReader: Sendable {
         return try client.partitionCounts(of: topics, timeout: timeout)
     }
 
-    /// Watermark queries sent so far to restart a fetcher that librdkafka left stopped (`FetchNudge`).
+    /// Latest-offset requests sent so far to restart a fetcher that librdkafka left stopped (`FetchNudge`).
     public var fetchNudges: KafkaFetchNudges { client.fetchNudge.counts }
 
     /// Blocking: stops fetching. Later calls throw `.closed`.
