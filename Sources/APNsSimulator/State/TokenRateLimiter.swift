@@ -1,9 +1,10 @@
 /// Requests per device token per wall-clock second; more than `limit` → 429 TooManyRequests.
-/// Remembers at most `capacity` tokens: when full it forgets tokens not seen this second.
+/// Remembers about `capacity` tokens, bounded per shard of its `TargetMap`: when a token's shard is
+/// full it forgets that shard's tokens not seen this second (all of them if every one was).
 struct TokenRateLimiter {
     let limit: Int
     let capacity: Int
-    private var windows: [String: (second: Int64, count: Int)] = [:]
+    private var windows = TargetMap<(second: Int64, count: Int)>()
 
     init(limit: Int, capacity: Int) {
         self.limit = limit
@@ -14,17 +15,19 @@ struct TokenRateLimiter {
     mutating func allow(_ token: String, now: Double) -> Bool {
         guard limit > 0 else { return true }
         let second = Int64(now.rounded(.down))
-        if var window = windows[token] {
+        var count = 1
+        let known = windows.update(token) { window in
             if window.second != second { window = (second, 0) }
             window.count += 1
-            windows[token] = window
-            return window.count <= limit
+            count = window.count
         }
-        if windows.count >= capacity {
-            windows = windows.filter { $0.value.second == second }
-            if windows.count >= capacity { windows.removeAll(keepingCapacity: true) }
+        if known { return count <= limit }
+        let shardCapacity = max(1, capacity / TargetKey.shardCount)
+        if windows.shardCount(of: token) >= shardCapacity {
+            windows.removeAll(inShardOf: token) { $0.second != second }
+            if windows.shardCount(of: token) >= shardCapacity { windows.removeAll(inShardOf: token) { _ in true } }
         }
-        windows[token] = (second, 1)
+        windows.insert(token, (second, 1))
         return true
     }
 }
