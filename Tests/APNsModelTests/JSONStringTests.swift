@@ -23,4 +23,18 @@ import APNsModel
             #expect(decoded == text)
         }
     }
+
+    /// Runs of plain bytes are copied whole around each escape: escapes at either end, back to back,
+    /// and spread through a long text all read back as the text.
+    @Test func textAroundEscapesReadsBack() throws {
+        var long = ""
+        for index in 0..<1_000 { long += index % 37 == 0 ? "\"\n" : (index % 11 == 0 ? "ü" : "a") }
+        for text in ["", "\"", "\"abc", "abc\"", "\"\"", "\\\n\u{1}", "a\nb\nc", "🚀\t🚀", long] {
+            var bytes: [UInt8] = []
+            JSONString.append(text, to: &bytes)
+            #expect(JSONString.encodedCount(text) == bytes.count)
+            let decoded = try JSONSerialization.jsonObject(with: Data(bytes), options: .fragmentsAllowed) as? String
+            #expect(decoded == text, "\(text.debugDescription)")
+        }
+    }
 }
