@@ -9,14 +9,15 @@ struct DeviceViewTracker {
 
     var count: Int { views.count }
 
-    func view(_ target: String) -> DeviceView? { views[target] }
+    func view(_ target: String) -> DeviceView? { views[TargetKey(target)] }
 
     mutating func apply(target: String, event: LiveActivityPayload.Event, timestamp: Double, contentState: String) {
-        if views.update(target, { Self.apply(to: &$0, event: event, timestamp: timestamp, contentState: contentState) }) {
+        let key = TargetKey(target)
+        if views.update(key, { Self.apply(to: &$0, event: event, timestamp: timestamp, contentState: contentState) }) {
             return
         }
         guard views.count < capacity else { untracked += 1; return }
-        views.insert(target, DeviceView(target: target, event: event.rawValue, timestamp: timestamp, contentState: contentState,
+        views.insert(key, DeviceView(target: target, event: event.rawValue, timestamp: timestamp, contentState: contentState,
                                         ended: event == .end, applied: 1, ignored: 0))
     }
 

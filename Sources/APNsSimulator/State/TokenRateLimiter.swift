@@ -15,19 +15,20 @@ struct TokenRateLimiter {
     mutating func allow(_ token: String, now: Double) -> Bool {
         guard limit > 0 else { return true }
         let second = Int64(now.rounded(.down))
+        let key = TargetKey(token)
         var count = 1
-        let known = windows.update(token) { window in
+        let known = windows.update(key) { window in
             if window.second != second { window = (second, 0) }
             window.count += 1
             count = window.count
         }
         if known { return count <= limit }
         let shardCapacity = max(1, capacity / TargetKey.shardCount)
-        if windows.shardCount(of: token) >= shardCapacity {
-            windows.removeAll(inShardOf: token) { $0.second != second }
-            if windows.shardCount(of: token) >= shardCapacity { windows.removeAll(inShardOf: token) { _ in true } }
+        if windows.shardCount(of: key) >= shardCapacity {
+            windows.removeAll(inShardOf: key) { $0.second != second }
+            if windows.shardCount(of: key) >= shardCapacity { windows.removeAll(inShardOf: key) { _ in true } }
         }
-        windows.insert(token, (second, 1))
+        windows.insert(key, (second, 1))
         return true
     }
 }

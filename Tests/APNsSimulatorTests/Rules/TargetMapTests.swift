@@ -2,10 +2,12 @@
 import Testing
 
 @Suite struct TargetMapTests {
-    private static func token(_ index: Int) -> String {
+    private static func hex(_ index: Int) -> String {
         let hex = String(index, radix: 16)
         return String(repeating: "0", count: 64 - hex.count) + hex
     }
+
+    private static func token(_ index: Int) -> TargetKey { TargetKey(hex(index)) }
 
     @Test func holdsEveryTargetAndUpdatesInPlace() {
         var map = TargetMap<Int>()
@@ -47,9 +49,9 @@ import Testing
         // Far more tokens than the capacity, each once in second 10: each shard stays within its bound
         // and the limiter keeps answering (a token seen twice in a second is refused).
         var refused = 0
-        for index in 0..<(20 * capacity) where !limiter.allow(Self.token(index), now: 10.5) { refused += 1 }
-        let again = limiter.allow(Self.token(20 * capacity - 1), now: 10.6)
-        let nextSecond = limiter.allow(Self.token(20 * capacity - 1), now: 11.0)
+        for index in 0..<(20 * capacity) where !limiter.allow(Self.hex(index), now: 10.5) { refused += 1 }
+        let again = limiter.allow(Self.hex(20 * capacity - 1), now: 10.6)
+        let nextSecond = limiter.allow(Self.hex(20 * capacity - 1), now: 11.0)
         #expect(refused == 0)
         #expect(!again, "the newest token is still counted")
         #expect(nextSecond, "a new second starts a new window")
