@@ -1,8 +1,8 @@
 /// Per-target state of the simulator (device views, per-token request windows): a dictionary split
-/// into `TargetKey.shardCount` dictionaries by a hash of the key. A `Dictionary` rehashes every entry when it
-/// grows, under the state lock every connection takes: at 196,608 device views that took ≈ 100 ms,
-/// and every request of that moment waited (Benchmarks/BENCH.md, workload 3). Split, one growth moves
-/// 1/256 of the entries, and the shards, filled evenly, grow at different moments.
+/// into `TargetKey.shardCount` dictionaries by a hash of the key. A `Dictionary` rehashes every entry
+/// when it grows, under the state lock every connection takes: at 196,608 device views that took
+/// ≈ 100 ms, and every request of that moment waited (Benchmarks/BENCH.md, workload 3). Split, one
+/// growth moves 1/256 of the entries, and the shards, filled evenly, grow at different moments.
 struct TargetMap<Value> {
     private var shards: [[TargetKey: Value]]
     private(set) var count = 0
@@ -10,8 +10,6 @@ struct TargetMap<Value> {
     init() {
         shards = Array(repeating: [:], count: TargetKey.shardCount)
     }
-
-    var isEmpty: Bool { count == 0 }
 
     subscript(key: TargetKey) -> Value? { shards[key.shard][key] }
 
@@ -51,8 +49,8 @@ struct TargetKey: Hashable {
 
     init(_ text: String) {
         self.text = text
-        var bytes = text
-        let hash = bytes.withUTF8 { bytes -> UInt64 in
+        var utf8 = text
+        let hash = utf8.withUTF8 { bytes -> UInt64 in
             var hash: UInt64 = 0xcbf2_9ce4_8422_2325
             for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
             return hash
