@@ -9,12 +9,10 @@ import Synchronization
 /// answers every request `:status: 200` (a literal without indexing, so the client's decoder keeps
 /// an empty table). Enough HTTP/2 for a client to complete many requests on one connection:
 /// SETTINGS and its ACK, PING ACKs, a connection WINDOW_UPDATE for each DATA frame.
-final class HeaderCaptureServer: @unchecked Sendable {
-    // @unchecked: `port`, `caFile`, the descriptor and the directory are set in init and never change;
-    // what the connections record is behind `record`'s mutex.
+final class HeaderCaptureServer: Sendable {
     let port: Int
     let caFile: String
-    private let listening: Int32
+    private let accepting: AcceptThread
     private let directory: String
     private let record = Recorder()
 
@@ -47,24 +45,19 @@ final class HeaderCaptureServer: @unchecked Sendable {
         caFile = files.caCertificatePath
         let context = try TLSServerContext(certificateChainPath: files.certificateChainPath, privateKeyPath: files.privateKeyPath,
                                            alpnProtocol: "h2")
-        (listening, port) = try Self.listen()
-        let thread = Thread { [listening, record] in
-            while true {
-                let socket = accept(listening, nil, nil)
-                guard socket >= 0 else { return }   // the listener was shut down
-                let connection = record.withLock { record in
-                    defer { record.connections += 1 }
-                    return record.connections
-                }
-                Thread { Self.serve(socket, connection: connection, context: context, record: record) }.start()
+        let (listening, port) = try Self.listen()
+        self.port = port
+        accepting = AcceptThread(listening: listening) { [record] socket in
+            let connection = record.withLock { record in
+                defer { record.connections += 1 }
+                return record.connections
             }
+            Thread { Self.serve(socket, connection: connection, context: context, record: record) }.start()
         }
-        thread.start()
     }
 
     deinit {
-        shutdown(listening, Int32(SHUT_RDWR))
-        close(listening)
+        accepting.shutDown()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -1,17 +1,17 @@
 import Foundation
 import FanoutCrypto
+import FanoutTestSupport
 import Synchronization
 
 /// A TLS + ALPN h2 server that answers every connection with its SETTINGS and then a PING on stream 1
 /// (RFC 9113 §6.7: a connection error), and then keeps the connection open and reads what comes. An
 /// nghttp2 client ends such a session on its own (GOAWAY PROTOCOL_ERROR; it then wants neither to read
 /// nor to write) while the socket stays up: the state the transport must notice itself.
-final class ProtocolErrorServer: @unchecked Sendable {
-    // @unchecked: `port`, `caFile` and the descriptor are set in init and never change; `connections` is atomic.
+final class ProtocolErrorServer: Sendable {
     let port: Int
     let caFile: String
     private let connections = Counter()
-    private let listening: Int32
+    private let accepting: AcceptThread
     private let directory: String
 
     init() throws {
@@ -22,17 +22,11 @@ final class ProtocolErrorServer: @unchecked Sendable {
         let context = try TLSServerContext(certificateChainPath: files.certificateChainPath, privateKeyPath: files.privateKeyPath,
                                            alpnProtocol: "h2")
         let (descriptor, port) = try CurlSocketTrackingTests.listener()
-        listening = descriptor
         self.port = port
-        let thread = Thread { [listening, connections] in
-            while true {
-                let socket = accept(listening, nil, nil)
-                guard socket >= 0 else { return }   // the listener was shut down
-                connections.value.add(1, ordering: .relaxed)
-                Thread { Self.serve(socket, context: context) }.start()
-            }
+        accepting = AcceptThread(listening: descriptor) { [connections] socket in
+            connections.value.add(1, ordering: .relaxed)
+            Thread { Self.serve(socket, context: context) }.start()
         }
-        thread.start()
     }
 
     final class Counter: Sendable {
@@ -59,8 +53,7 @@ final class ProtocolErrorServer: @unchecked Sendable {
     }
 
     deinit {
-        shutdown(listening, Int32(SHUT_RDWR))
-        close(listening)
+        accepting.shutDown()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

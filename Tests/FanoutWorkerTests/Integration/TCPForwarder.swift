@@ -1,3 +1,4 @@
+import FanoutTestSupport
 import Foundation
 import Synchronization
 
@@ -5,7 +6,7 @@ import Synchronization
 /// stopped simulator keeps its listening port). Bytes pass through untouched: TLS stays end to end.
 final class TCPForwarder: Sendable {
     let port: Int
-    private let listener: Int32
+    private let accepting: AcceptThread
     private let target: TargetPort
 
     private final class TargetPort: Sendable {
@@ -14,9 +15,9 @@ final class TCPForwarder: Sendable {
     }
 
     init(targetPort: Int) throws {
-        target = TargetPort(targetPort)
+        let target = TargetPort(targetPort)
+        self.target = target
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = Self.loopback(port: 0)
@@ -32,31 +33,24 @@ final class TCPForwarder: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
         }
         port = Int(UInt16(bigEndian: address.sin_port))
-        let target = target
-        Thread {
-            while true {
-                let client = accept(listener, nil, nil)
-                guard client >= 0 else { return }
-                let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var destination = Self.loopback(port: target.value.load(ordering: .relaxed))
-                let connected = withUnsafePointer(to: &destination) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                guard connected == 0 else {
-                    close(client)
-                    close(upstream)
-                    continue
-                }
-                Self.pump(from: client, to: upstream)
-                Self.pump(from: upstream, to: client)
+        accepting = AcceptThread(listening: listener) { client in
+            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var destination = Self.loopback(port: target.value.load(ordering: .relaxed))
+            let connected = withUnsafePointer(to: &destination) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-        }.start()
+            guard connected == 0 else {
+                close(client)
+                close(upstream)
+                return
+            }
+            let pair = SocketPair(client, upstream)
+            Self.pump(from: client, to: upstream, pair: pair)
+            Self.pump(from: upstream, to: client, pair: pair)
+        }
     }
 
-    deinit {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
+    deinit { accepting.shutDown() }
 
     /// New connections go to `port` from now on.
     func retarget(_ port: Int) { target.value.store(port, ordering: .relaxed) }
@@ -69,8 +63,20 @@ final class TCPForwarder: Sendable {
         return address
     }
 
-    /// Copies until EOF or error, then closes both directions of both sockets (the pair's other pump ends too).
-    private static func pump(from source: Int32, to destination: Int32) {
+    /// Both ends of one relayed connection, closed by whichever of its two pumps ends last.
+    private final class SocketPair: Sendable {
+        let descriptors: (Int32, Int32)
+        let pumpsRunning = Atomic(2)
+        init(_ first: Int32, _ second: Int32) { descriptors = (first, second) }
+        func pumpEnded() {
+            guard pumpsRunning.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+            close(descriptors.0)
+            close(descriptors.1)
+        }
+    }
+
+    /// Copies until EOF or error, then shuts down both directions of both sockets (the pair's other pump ends too).
+    private static func pump(from source: Int32, to destination: Int32, pair: SocketPair) {
         Thread {
             var buffer = [UInt8](repeating: 0, count: 16_384)
             while true {
@@ -86,6 +92,7 @@ final class TCPForwarder: Sendable {
             }
             shutdown(source, Int32(SHUT_RDWR))
             shutdown(destination, Int32(SHUT_RDWR))
+            pair.pumpEnded()
         }.start()
     }
 }
