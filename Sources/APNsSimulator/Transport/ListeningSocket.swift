@@ -64,7 +64,10 @@ final class ListeningSocket: Sendable {
     }
 
     /// The next pending connection. A connection that was reset before it was accepted is skipped.
+    /// After `close` there is none: the number may already belong to another socket of the process
+    /// (the control thread can close its own listener when the simulator's last reference goes there).
     func accept() -> Accepted {
+        guard !closed.load(ordering: .acquiring) else { return .none }
         var client: Int32
         repeat {
             client = Glibc.accept(descriptor, nil, nil)
