@@ -89,6 +89,10 @@ public final class HTTP2Session {
     /// False when nghttp2 has nothing more it could send.
     public var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
 
+    /// DATA bytes the peer's connection flow-control window still takes before it sends WINDOW_UPDATE
+    /// (RFC 9113 §6.9); bodies beyond it wait inside the session.
+    public var remoteWindowSize: Int { Int(nghttp2_session_get_remote_window_size(session)) }
+
     // MARK: Streams
 
     /// The highest stream id the session has processed (for a GOAWAY's last stream id).

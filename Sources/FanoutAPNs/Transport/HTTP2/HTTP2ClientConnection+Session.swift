@@ -129,6 +129,7 @@ extension HTTP2ClientConnection: HTTP2SessionDelegate {
             if count > 0 { buffer.baseAddress!.update(from: source.baseAddress! + stream.bodyOffset, count: count) }
         }
         stream.bodyOffset += count
+        unsentBodyBytes -= count
         return .bytes(count, endOfBody: stream.bodyOffset == body.count)
     }
 }

@@ -91,6 +91,8 @@ extension HTTP2ClientConnection {
     /// Takes the stream at `index` off the wire list (swapping the last one into its place).
     func removeFromWire(at index: Int) {
         let stream = streams[index]
+        // A stream that leaves before its whole body was packed (timed out, reset, refused) takes the rest along.
+        unsentBodyBytes -= stream.request.body.count - stream.bodyOffset
         let last = streams.removeLast()
         if index < streams.count {
             streams[index] = last
