@@ -1,3 +1,5 @@
+import APNsModel
+
 /// Per-target state of the simulator (device views, per-token request windows): a dictionary split
 /// into `TargetKey.shardCount` dictionaries by a hash of the key. A `Dictionary` rehashes every entry
 /// when it grows, under the state lock every connection takes: at 196,608 device views that took
@@ -49,12 +51,7 @@ struct TargetKey: Hashable {
 
     init(_ text: String) {
         self.text = text
-        var utf8 = text
-        let hash = utf8.withUTF8 { bytes -> UInt64 in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-            return hash
-        }
+        let hash = FNV1a.hash(text)
         shard = Int(truncatingIfNeeded: (hash ^ (hash >> 32)) & UInt64(Self.shardCount - 1))
     }
 

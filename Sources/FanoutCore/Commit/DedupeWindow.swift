@@ -1,3 +1,5 @@
+import APNsModel
+
 /// The most recent `capacity` event ids seen on one partition, as 64-bit digests of (target, id).
 ///
 /// Bounded: the oldest digest is forgotten when a new one arrives at capacity. Kept per partition
@@ -126,29 +128,12 @@ public struct DedupeWindow: Sendable {
 
     /// FNV-1a over the target and the event id: stable across runs and processes, unlike `Hasher`.
     public static func digest(target: String, id: String) -> UInt64 {
-        digest(targetFNV: fnv(fnvBasis, target), id: id)
+        digest(targetFNV: FNV1a.hash(target), id: id)
     }
 
-    /// `digest(target:id:)` continued from `fnv(fnvBasis, target)` (the engine hashes the target once per event).
+    /// `digest(target:id:)` continued from `FNV1a.hash(target)` (the engine hashes the target once per event).
     @inline(__always)
     static func digest(targetFNV: UInt64, id: String) -> UInt64 {
-        fnv((targetFNV ^ 0xff) &* 0x100_0000_01b3, id)
-    }
-
-    static let fnvBasis: UInt64 = 0xcbf2_9ce4_8422_2325
-
-    /// FNV-1a of `text`'s UTF-8 bytes, continuing from `hash`. Reads contiguous storage directly when it can.
-    @inline(__always)
-    static func fnv(_ hash: UInt64, _ text: String) -> UInt64 {
-        if let result = text.utf8.withContiguousStorageIfAvailable({ bytes in
-            var hash = hash
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            return hash
-        }) {
-            return result
-        }
-        var hash = hash
-        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return hash
+        FNV1a.hash(id, continuing: (targetFNV ^ 0xff) &* FNV1a.prime)
     }
 }

@@ -1,3 +1,5 @@
+import APNsModel
+
 /// Target key → target slot, for the per-event lookup (`TokenRegistry` uses it the same way, key → slab entry).
 ///
 /// An open-addressing table (linear probing, backward-shift deletion) of (hash tag, slot) words. The
@@ -101,7 +103,7 @@ struct TargetHash: Sendable {
     @inline(__always)
     init(lane: Lane, id: String) {
         self.lane = lane
-        self.fnv = DedupeWindow.fnv(DedupeWindow.fnvBasis, id)
+        self.fnv = FNV1a.hash(id)
     }
 
     /// Well-mixed table hash (FNV's high bits alone are weak for short keys).

@@ -1,3 +1,5 @@
+import APNsModel
+
 /// One JSON value found by `JSONReader`: its kind and where its raw bytes are.
 ///
 /// Nodes are stored in document order. A container is followed by its children (for an object:
@@ -167,11 +169,7 @@ struct JSONDocument: Sendable {
 
     /// FNV-1a 64 of the raw bytes of the value at `index`.
     func digest(_ index: Int, in bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for i in nodes[index].range {
-            hash = (hash ^ UInt64(bytes[i])) &* 0x0000_0100_0000_01B3
-        }
-        return hash
+        FNV1a.hash(UnsafeBufferPointer(rebasing: bytes[nodes[index].range]))
     }
 
     static func hexValue(_ byte: UInt8) -> UInt8? {
