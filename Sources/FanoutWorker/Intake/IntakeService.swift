@@ -326,6 +326,14 @@ final class IntakeService: PartitionActions {
 
     func followTokens(_ partition: Int32, assignment: AssignmentID) { tokens.follow(partition, assignment: assignment) }
 
+    /// Brings `fanout_kafka_fetch_nudges_total` up to both Kafka clients' own counts (at each scrape).
+    func publishFetchNudges(to metrics: FanoutMetrics) {
+        for (client, nudges) in [("intake", consumer.fetchNudges), ("tokens", tokens.fetchNudges)] {
+            metrics.kafkaFetchNudges.labels(client, "sent").advance(to: nudges.sent)
+            metrics.kafkaFetchNudges.labels(client, "failed").advance(to: nudges.failed)
+        }
+    }
+
     func unfollowTokens(_ partition: Int32) {
         tokens.unfollow(partition)
         handoffs?.cancel(partition)

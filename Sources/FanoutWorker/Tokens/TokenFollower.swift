@@ -22,6 +22,9 @@ final class TokenFollower: Sendable {
     private let caughtUp: @Sendable (Int32, AssignmentID) -> Void
     private let requests = RequestThread<Request>(name: "fanout-tokens")
 
+    /// The reader's fetch nudges so far (`fanout_kafka_fetch_nudges_total{client="tokens"}`).
+    var fetchNudges: KafkaFetchNudges { reader.fetchNudges }
+
     init(configuration: KafkaConfiguration, topic: String, core: WorkerCore, caughtUp: @escaping @Sendable (Int32, AssignmentID) -> Void) throws {
         reader = try KafkaPartitionReader(configuration: configuration, log: KafkaLogBridge.handler(core.log))
         self.topic = topic

@@ -85,6 +85,7 @@ public final class Worker: Sendable {
             admin = AdminServer(settings: configuration.admin, routes: AdminRoutes(
                 metrics: {
                     _ = Worker.readiness(phase: phase, intake: intake, core: core)  // refreshes fanout_ready for this scrape
+                    intake.publishFetchNudges(to: metrics)
                     return metrics.registry.render()
                 },
                 readiness: { Worker.readiness(phase: phase, intake: intake, core: core) },

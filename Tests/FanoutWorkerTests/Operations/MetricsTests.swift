@@ -184,6 +184,20 @@ struct ExpositionParser {
         #expect(histogram.cumulativeCounts == [80_000, 80_000])
     }
 
+    /// A counter that mirrors a count kept elsewhere (librdkafka's fetch nudges) only rises, and two
+    /// scrapes that bring it up at once add nothing twice.
+    @Test func aMirroredCounterRisesToItsSourceAndNoFurther() async {
+        let counter = MetricsRegistry().counter("fanout_test_mirrored_total", help: "x").labels()
+        counter.advance(to: 5)
+        #expect(counter.value == 5)
+        counter.advance(to: 3)
+        #expect(counter.value == 5)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 { group.addTask { for total in 6...1_000 { counter.advance(to: UInt64(total)) } } }
+        }
+        #expect(counter.value == 1_000)
+    }
+
     @Test func fanoutMetricsRenderValidExposition() throws {
         let metrics = FanoutMetrics()
         metrics.eventsConsumed.labels("activity-updates").increment(by: 10)

@@ -34,6 +34,9 @@ public final class FanoutMetrics: Sendable {
     public let apnsUnmatchedEnds: CounterFamily
     /// Times the process was found not to have run for half a session timeout (`SendGate`).
     public let sendStalls: CounterFamily
+    /// Rounds of latest-offset requests that woke librdkafka's stopped fetcher while a backlog was read
+    /// (`FetchNudge`). Labels: client ("intake", "tokens"), result ("sent", "failed").
+    public let kafkaFetchNudges: CounterFamily
     /// 1 while no send is written after such a stall, else 0.
     public let sendsHeld: GaugeFamily
     public let commitsHeld: GaugeFamily
@@ -127,6 +130,7 @@ public final class FanoutMetrics: Sendable {
                                       labels: ["lane", "status", "reason"])
         apnsLatency = registry.histogram("fanout_apns_latency_seconds", help: "APNs request latency from send to response, by lane.",
                                          labels: ["lane"], buckets: Self.latencyBuckets)
+        kafkaFetchNudges = registry.counter("fanout_kafka_fetch_nudges_total", help: "Rounds of latest-offset requests sent to wake librdkafka's fetcher, which stops while its local queue is full and looks again only up to a second later (docs/environment.md); sent while a backlog is read faster than it is fetched. By Kafka client (intake, tokens) and result (sent; failed: the request got no answer, the broker was woken all the same unless it never left).", labels: ["client", "result"])
         sendStalls = registry.counter("fanout_send_stalls_total", help: "Times this process was found not to have run for half the consumer session timeout (stopped, swapped out, starved); each holds every send until a consumer poll has let librdkafka report what the group did meanwhile.")
         sendsHeld = registry.gauge("fanout_sends_held", help: "1 while no send is written after a stall of the process (fanout_send_stalls_total), else 0.")
         commitsHeld = registry.gauge("fanout_commits_held", help: "1 while the group rebalances for this member and no offset commit is offered until it settles, else 0.")
@@ -187,6 +191,7 @@ public final class FanoutMetrics: Sendable {
         _ = ready.labels()
         _ = heapTrims.labels()
         _ = sendStalls.labels()
+        for client in ["intake", "tokens"] { for result in ["sent", "failed"] { _ = kafkaFetchNudges.labels(client, result) } }
         _ = sendsHeld.labels()
         _ = commitsHeld.labels()
         _ = commitWaiting.labels()

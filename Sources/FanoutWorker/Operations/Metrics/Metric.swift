@@ -10,6 +10,17 @@ public final class Counter: Sendable {
     public func increment(by amount: UInt64 = 1) { count.add(amount, ordering: .relaxed) }
 
     public var value: UInt64 { count.load(ordering: .relaxed) }
+
+    /// Raises the count to `total`, a count kept elsewhere (a client library's), when it is behind;
+    /// safe when two scrapes do it at once (neither adds what the other did).
+    public func advance(to total: UInt64) {
+        var seen = count.load(ordering: .relaxed)
+        while seen < total {
+            let (exchanged, original) = count.compareExchange(expected: seen, desired: total, ordering: .relaxed)
+            if exchanged { return }
+            seen = original
+        }
+    }
 }
 
 /// A value that goes up and down (in flight, queued, paused). Hot path: one relaxed atomic operation.
