@@ -54,7 +54,9 @@ if let url = option("url") {
 }
 
 let payload = Array(#"{"aps":{"event":"update","timestamp":1700000000,"content-state":{"progress":0.5}}}"#.utf8)
-let request = try APNsRequest.liveActivity(deviceToken: token, bundleID: bundleID, payload: payload, priority: .conserve)
+// apns-expiration: the stale date Fanout sends (docs/apns.md §11), after the payload's timestamp.
+let request = try APNsRequest.liveActivity(deviceToken: token, bundleID: bundleID, payload: payload, priority: .conserve,
+                                           expiration: 1_700_003_600)
 
 /// One timed run of `requests` sends through a fresh client; returns acked sends per second.
 func measureClient(_ transport: APNsClientConfiguration.Transport) async throws -> Double {
@@ -137,11 +139,14 @@ let url = baseURL + "/3/device/" + token
 let bodyFile = NSTemporaryDirectory() + "apns-bench-body.json"
 try Data(payload).write(to: URL(fileURLWithPath: bodyFile))
 var rates: [String: [Double]] = [:]
+// One JWT for every round, as a provider keeps one for its window: APNs (and the simulator) refuse a
+// key's new token within 20 minutes of the last (429 TooManyProviderTokenUpdates, docs/apns.md), so a
+// token minted per round had every request of the later rounds refused.
+let jwt = try APNsJWT.make(teamID: "TEAM123456", keyID: "KEY1234567", issuedAt: Int64(Date().timeIntervalSince1970), key: key)
 for round in 1...runs {
     log("round \(round) of \(runs)")
     for transport in transports { rates[transport.rawValue, default: []].append(try await measureClient(transport)) }
     guard let ceiling else { continue }
-    let jwt = try APNsJWT.make(teamID: "TEAM123456", keyID: "KEY1234567", issuedAt: Int64(Date().timeIntervalSince1970), key: key)
     let curlOut = try run(ceiling, [url, caFile, String(requests), String(streams), "authorization: bearer " + jwt])
     print(curlOut.trimmingCharacters(in: .whitespacesAndNewlines))
     if let curlRate = rate(curlOut, after: " requests/s") { rates["libcurl", default: []].append(curlRate) }

@@ -10,7 +10,7 @@ set -eu
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=${BENCH_DIR:-/tmp/fanout-apns-bench}
 mkdir -p "$work/Sources" "$work/Bench"
-for module in CCurl CCurlShim COpenSSL COpenSSLShim CNghttp2 APNsModel FanoutCrypto FanoutHTTP2 FanoutAPNs APNsSimulator; do
+for module in CCurl CCurlShim COpenSSL COpenSSLShim CNghttp2 CNghttp2Shim APNsModel FanoutCrypto FanoutHTTP2 FanoutAPNs APNsSimulator; do
     ln -sfn "$repo/Sources/$module" "$work/Sources/$module"
 done
 ln -sfn "$repo/Benchmarks/apns-client-bench/main.swift" "$work/Bench/main.swift"
@@ -23,9 +23,10 @@ let package = Package(name: "APNsClientBench", targets: [
     .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2"),
     .target(name: "CCurlShim", dependencies: ["CCurl"]),
     .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
+    .target(name: "CNghttp2Shim", dependencies: ["CNghttp2"]),
     .target(name: "APNsModel"),
     .target(name: "FanoutCrypto", dependencies: ["COpenSSL", "COpenSSLShim"]),
-    .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "FanoutCrypto"]),
+    .target(name: "FanoutHTTP2", dependencies: ["CNghttp2", "CNghttp2Shim", "FanoutCrypto"]),
     .target(name: "FanoutAPNs", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2", "CCurl", "CCurlShim"]),
     .target(name: "APNsSimulator", dependencies: ["APNsModel", "FanoutCrypto", "FanoutHTTP2"]),
     .executableTarget(name: "apns-client-bench", dependencies: ["FanoutAPNs", "APNsModel", "FanoutCrypto", "APNsSimulator"], path: "Bench"),
