@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// A test server's blocking accept loop on its own thread, which owns the listening descriptor: the
-/// thread closes it once `accept` fails, after `shutDown` (or this object's release).
+/// thread closes it once `accept` fails, after this object's release shut the listener down.
 ///
 /// Closing the listener from another thread instead (a server's deinit) raced with the loop: between
 /// two `accept` calls the number could be closed and handed to another test's socket, and the next
@@ -28,7 +28,5 @@ public final class AcceptThread: Sendable {
     }
 
     /// Makes the pending or next `accept` fail, so the thread closes the listener and ends.
-    public func shutDown() { shutdown(descriptor, Int32(SHUT_RDWR)) }
-
-    deinit { shutDown() }
+    deinit { shutdown(descriptor, Int32(SHUT_RDWR)) }
 }

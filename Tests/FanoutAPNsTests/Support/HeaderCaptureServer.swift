@@ -56,10 +56,8 @@ final class HeaderCaptureServer: Sendable {
         }
     }
 
-    deinit {
-        accepting.shutDown()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+    // `accepting` shuts its listener down when it is released with this server.
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
 

@@ -52,8 +52,6 @@ final class ProtocolErrorServer: Sendable {
         while case .bytes = tls.read(into: buffer) {}
     }
 
-    deinit {
-        accepting.shutDown()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+    // `accepting` shuts its listener down when it is released with this server.
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
 }

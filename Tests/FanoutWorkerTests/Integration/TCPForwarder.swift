@@ -6,6 +6,7 @@ import Synchronization
 /// stopped simulator keeps its listening port). Bytes pass through untouched: TLS stays end to end.
 final class TCPForwarder: Sendable {
     let port: Int
+    /// Shuts the listener down when it is released with this forwarder.
     private let accepting: AcceptThread
     private let target: TargetPort
 
@@ -49,8 +50,6 @@ final class TCPForwarder: Sendable {
             Self.pump(from: upstream, to: client, pair: pair)
         }
     }
-
-    deinit { accepting.shutDown() }
 
     /// New connections go to `port` from now on.
     func retarget(_ port: Int) { target.value.store(port, ordering: .relaxed) }
