@@ -172,6 +172,19 @@ final class IntegrationHarness: Sendable {
         try await produce(Self.updates, key: key, value: json)
     }
 
+    /// Events enqueued together, in order, then flushed: librdkafka sends them in as few record
+    /// batches as it can, so one fetch hands a reader many of them at once.
+    func produceEvents(key: String, _ jsons: [String]) throws {
+        let failures = Mutex<[KafkaError]>([])
+        for json in jsons {
+            try producer.produce(topic: Self.updates, key: Array(key.utf8), value: Array(json.utf8)) { result in
+                if case .failure(let error) = result { failures.withLock { $0.append(error) } }
+            }
+        }
+        try producer.flush(timeout: .seconds(10))
+        if let failure = failures.withLock({ $0.first }) { throw failure }
+    }
+
     func registerToken(key: String, token: String, at: Int64) async throws {
         try await produce(Self.tokens, key: key,
                           value: "{\"token\":\"\(token)\",\"app\":\"\(Self.app)\",\"environment\":\"production\",\"at\":\(at)}")
