@@ -16,41 +16,6 @@ public enum Destination: Sendable, Hashable {
     case channel(String)
 }
 
-/// One push the worker should send now. Report its result with `FanoutEngine.complete(_:outcome:now:)`.
-public struct SendRequest: Sendable, Hashable {
-    public var sendID: UInt64
-    public var lane: Lane
-    /// Activity key or channel id.
-    public var target: String
-    public var app: String
-    public var destination: Destination
-    /// From the token registration; nil when unknown (inline and push-to-start tokens, channels):
-    /// use the app's configured environment.
-    public var environment: APNsEnvironment?
-    /// 10 or 5.
-    public var priority: Int
-    /// The state to put in the payload: the newest state, with an alert kept from a replaced event.
-    /// `event.kind` is the event to send (`start`, `update` or `end`).
-    public var event: ActivityEvent
-    /// aps.stale-date: the event's, or timestamp + default_stale_after.
-    public var staleDate: Int64
-    /// aps.dismissal-date: only on end, when the producer gave one.
-    public var dismissalDate: Int64?
-    /// apns-expiration (UNIX seconds; 0 = do not store).
-    public var expiration: Int64
-    /// The input offsets this send completes when delivered (all in `partition`).
-    public var partition: PartitionID
-    /// The assignment of `partition` this send was decided under: the worker writes it only while
-    /// that assignment is still its own (`WritePermit`, docs/design.md §5).
-    public var assignment: AssignmentID
-    public var coveredOffsets: [Int64]
-    /// True when this send probes a paused app.
-    public var isProbe: Bool
-    /// True when the update was major but went at priority 5 because the target's priority-10
-    /// budget was empty (metrics: `fanout_budget_downgrades_total`).
-    public var budgetDowngraded: Bool = false
-}
-
 /// A record for `activity-token-feedback`.
 public struct TokenFeedback: Sendable, Hashable {
     public var resolution: ResolutionID
