@@ -2,12 +2,13 @@ import APNsSimulator
 import Foundation
 import Synchronization
 import Testing
+import FanoutTestSupport
 
 @Suite("Control endpoint: malformed and slow requests")
 struct ControlRequestTests {
     /// Connects to the control port (blocking socket, 10 s receive timeout); -1 when the connection fails.
     static func connectControl(port: Int) -> Int32 {
-        LoopbackSocket.open(port: port) ?? -1
+        Loopback.connect(port: port, receiveTimeoutSeconds: 10) ?? -1
     }
 
     /// Sends `request` in one piece and reads the whole answer, on its own thread (never the cooperative pool).

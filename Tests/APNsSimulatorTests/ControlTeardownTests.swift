@@ -2,6 +2,7 @@ import APNsSimulator
 import Foundation
 import Synchronization
 import Testing
+import FanoutTestSupport
 
 @Suite("Control endpoint during teardown")
 struct ControlTeardownTests {
@@ -10,7 +11,7 @@ struct ControlTeardownTests {
         let descriptor: Int32
 
         init(port: Int) throws {
-            guard let descriptor = LoopbackSocket.open(port: port) else { throw HarnessError("connect to the control port failed") }
+            guard let descriptor = Loopback.connect(port: port, receiveTimeoutSeconds: 10) else { throw HarnessError("connect to the control port failed") }
             self.descriptor = descriptor
         }
 

@@ -1,6 +1,7 @@
 @testable import APNsSimulator
 import Foundation
 import Testing
+import FanoutTestSupport
 
 /// The event loop waits in epoll for something to do; these tests count its wakeups while a client is silent.
 /// No timing thresholds: a loop that spins wakes thousands of times in the window, a correct one about once.
@@ -28,7 +29,7 @@ struct EventLoopTests {
     static func connectAndSend(port: Int, _ bytes: [UInt8]) async -> Int32? {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                guard let descriptor = LoopbackSocket.open(port: port) else { return continuation.resume(returning: nil) }
+                guard let descriptor = Loopback.connect(port: port, receiveTimeoutSeconds: 10) else { return continuation.resume(returning: nil) }
                 var answer = [UInt8](repeating: 0, count: 16 * 1024)
                 guard write(descriptor, bytes, bytes.count) == bytes.count, read(descriptor, &answer, answer.count) > 0 else {
                     close(descriptor)

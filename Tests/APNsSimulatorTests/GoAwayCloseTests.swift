@@ -2,6 +2,7 @@ import APNsSimulator
 import FanoutCrypto
 import Foundation
 import Testing
+import FanoutTestSupport
 
 /// After a GOAWAY and its last response the simulator half-closes (close_notify + FIN) and keeps reading
 /// until the client closes: a client that sent more requests right after the GOAWAY-triggering one still
@@ -14,7 +15,7 @@ import Testing
         private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
 
         init(port: Int, caFile: String) throws {
-            guard let descriptor = LoopbackSocket.open(port: port) else { throw POSIXError(.ECONNREFUSED) }
+            guard let descriptor = Loopback.connect(port: port, receiveTimeoutSeconds: 10) else { throw POSIXError(.ECONNREFUSED) }
             socket = descriptor
             tls = try TLSClientContext(caFile: caFile).makeConnection(socket: descriptor, serverName: "127.0.0.1")
             guard tls.handshake() == .bytes(0) else { throw POSIXError(.EPROTO) }

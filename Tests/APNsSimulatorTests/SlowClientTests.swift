@@ -2,6 +2,7 @@
 import Foundation
 import Synchronization
 import Testing
+import FanoutTestSupport
 
 /// Slowloris against the simulator (it listens on a socket in every load test): clients that drip
 /// their TLS handshake a byte at a time. No timing thresholds: bounds only against hangs.
@@ -18,7 +19,7 @@ struct SlowClientTests {
 
         /// Drips on `count` new connections for at most `bound`; returns how many the simulator closed.
         func run(port: Int, count: Int, for bound: Duration) async throws -> Int {
-            let sockets = (0..<count).compactMap { _ in LoopbackSocket.open(port: port, receiveTimeoutSeconds: 1) }
+            let sockets = (0..<count).compactMap { _ in Loopback.connect(port: port, receiveTimeoutSeconds: 1) }
             try #require(sockets.count == count)
             return await withCheckedContinuation { continuation in
                 Thread.detachNewThread { [self] in

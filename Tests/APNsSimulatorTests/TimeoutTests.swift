@@ -1,6 +1,7 @@
 @testable import APNsSimulator
 import Foundation
 import Testing
+import FanoutTestSupport
 
 /// No timing thresholds: each test waits (bounded, generously) for the close that must come.
 @Suite("Handshake, idle and GOAWAY timeouts")
@@ -9,7 +10,7 @@ struct TimeoutTests {
     static func silentTCPClientIsClosed(port: Int, seconds: Int = 10) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                guard let descriptor = LoopbackSocket.open(port: port, receiveTimeoutSeconds: seconds) else {
+                guard let descriptor = Loopback.connect(port: port, receiveTimeoutSeconds: seconds) else {
                     return continuation.resume(returning: false)
                 }
                 defer { close(descriptor) }

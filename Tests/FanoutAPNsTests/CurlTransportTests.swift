@@ -2,6 +2,7 @@ import APNsModel
 import CCurl
 import FanoutCrypto
 import Foundation
+import FanoutTestSupport
 import Testing
 @testable import FanoutAPNs
 
@@ -38,21 +39,6 @@ import Testing
 /// Those must be found whatever their descriptor number: curl_multi_fdset (FD_SETSIZE = 1024) silently
 /// skipped sockets ≥ 1024, so in a process with many descriptors those connections were never polled.
 @Suite struct CurlSocketTrackingTests {
-    /// A loopback listener nobody accepts from: the connect completes into its backlog, and libcurl then
-    /// waits for the TLS handshake on the socket.
-    static func listener() throws -> (descriptor: Int32, port: Int) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound, listen(descriptor, 16) == 0 else { close(descriptor); throw POSIXError(.EADDRNOTAVAIL) }
-        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
-    }
-
     @Test func socketsAboveFDSetSizeAreWatched() throws {
         var limits = rlimit()
         #expect(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limits) == 0)
@@ -64,7 +50,9 @@ import Testing
             var restore = saved
             _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &restore)
         }
-        let (listening, port) = try Self.listener()
+        // A loopback listener nobody accepts from: the connect completes into its backlog, and libcurl then
+        // waits for the TLS handshake on the socket.
+        let (listening, port) = try Loopback.listen(on: .anyFree)
         defer { close(listening) }
         // Tests running beside this one close descriptors of their own, so libcurl's socket can land on a
         // number one of them just freed, below FD_SETSIZE. Such an attempt proves nothing; it is tried again

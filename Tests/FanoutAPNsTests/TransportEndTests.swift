@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import FanoutAPNs
 import FanoutCrypto
+import FanoutTestSupport
 
 /// Requests end without waiting for a timeout that nothing else would enforce: a session nghttp2 ended
 /// on its own, and the libcurl transport's own request deadline.
@@ -29,7 +30,7 @@ import FanoutCrypto
 
     @Test func curlRequestEndsAtItsOwnDeadline() async throws {
         // Nobody accepts: libcurl waits for the TLS handshake, and its connect timeout is far away.
-        let (listening, port) = try CurlSocketTrackingTests.listener()
+        let (listening, port) = try Loopback.listen(on: .anyFree)
         defer { close(listening) }
         let client = try APNsClient(configuration: APNsClientConfiguration(
             endpoint: .custom(baseURL: "https://127.0.0.1:\(port)", caFile: nil),

@@ -45,7 +45,7 @@ final class HeaderCaptureServer: Sendable {
         caFile = files.caCertificatePath
         let context = try TLSServerContext(certificateChainPath: files.certificateChainPath, privateKeyPath: files.privateKeyPath,
                                            alpnProtocol: "h2")
-        let (listening, port) = try Self.listen()
+        let (listening, port) = try Loopback.listen()
         self.port = port
         accepting = AcceptThread(listening: listening) { [record] socket in
             let connection = record.withLock { record in
@@ -67,25 +67,6 @@ final class HeaderCaptureServer: Sendable {
     var problems: [String] { record.withLock { $0.problems } }
     /// Each connection's dynamic table (newest first) after its latest header block.
     var dynamicTables: [Int: [HPACKEntry]] { record.withLock { $0.tables } }
-
-    /// A loopback listener on a port below Linux's ephemeral range (32768–60999), tried until a free one
-    /// binds, as the other test servers pick theirs.
-    private static func listen() throws -> (descriptor: Int32, port: Int) {
-        for _ in 0..<50 {
-            let candidate = TestPorts.draw()
-            let descriptor = TestPorts.tcpSocket()
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(candidate).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            if bound && Glibc.listen(descriptor, 16) == 0 { return (descriptor, candidate) }
-            close(descriptor)
-        }
-        throw POSIXError(.EADDRINUSE)
-    }
 
     // MARK: One connection (blocking I/O on its own thread)
 

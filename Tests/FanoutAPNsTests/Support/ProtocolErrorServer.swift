@@ -21,7 +21,7 @@ final class ProtocolErrorServer: Sendable {
         caFile = files.caCertificatePath
         let context = try TLSServerContext(certificateChainPath: files.certificateChainPath, privateKeyPath: files.privateKeyPath,
                                            alpnProtocol: "h2")
-        let (descriptor, port) = try CurlSocketTrackingTests.listener()
+        let (descriptor, port) = try Loopback.listen(on: .anyFree)
         self.port = port
         accepting = AcceptThread(listening: descriptor) { [connections] socket in
             connections.value.add(1, ordering: .relaxed)

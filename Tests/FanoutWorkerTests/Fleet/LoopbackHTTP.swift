@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import FanoutTestSupport
 
 /// A minimal blocking HTTP/1.1 client for loopback control endpoints (the simulator's, a worker's
 /// admin port): one request per connection, read to the server's close, 5 s socket timeouts.
@@ -13,8 +14,7 @@ enum LoopbackHTTP {
     }
 
     static func request(port: Int, _ method: String, _ path: String, body: Data = Data()) throws -> Response {
-        // The connect is the admin tests' (`connectedSocket`); the exchange throws on every failure.
-        guard let fd = connectedSocket(port: port) else {
+        guard let fd = Loopback.connect(port: port) else {
             throw FleetError("connect 127.0.0.1:\(port): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }

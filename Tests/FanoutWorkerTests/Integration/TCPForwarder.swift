@@ -18,31 +18,11 @@ final class TCPForwarder: Sendable {
     init(targetPort: Int) throws {
         let target = TargetPort(targetPort)
         self.target = target
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(listener, 64) == 0 else {
-            close(listener)
-            throw IntegrationTimeout(description: "forwarder: bind/listen failed: \(String(cString: strerror(errno)))")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        let listener: Int32
+        (listener, port) = try Loopback.listen(on: .anyFree, backlog: 64)
         accepting = AcceptThread(listening: listener) { client in
-            let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var destination = Self.loopback(port: target.value.load(ordering: .relaxed))
-            let connected = withUnsafePointer(to: &destination) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else {
+            guard let upstream = Loopback.connect(port: target.value.load(ordering: .relaxed)) else {
                 close(client)
-                close(upstream)
                 return
             }
             let pair = SocketPair(client, upstream)
@@ -53,14 +33,6 @@ final class TCPForwarder: Sendable {
 
     /// New connections go to `port` from now on.
     func retarget(_ port: Int) { target.value.store(port, ordering: .relaxed) }
-
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
 
     /// Both ends of one relayed connection, closed by whichever of its two pumps ends last.
     private final class SocketPair: Sendable {

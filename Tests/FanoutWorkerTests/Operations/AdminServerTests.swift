@@ -11,29 +11,9 @@ import Testing
 import FanoutTestSupport
 
 /// A raw HTTP/1.1 exchange over loopback: sends `request` bytes, reads until the server closes.
-/// A TCP connection to `host:port` (IPv4 loopback), or nil when it cannot be made.
-func connectedSocket(port: Int, host: String = "127.0.0.1") -> Int32? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = UInt16(port).bigEndian
-    address.sin_addr.s_addr = inet_addr(host)
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else {
-        close(fd)
-        return nil
-    }
-    return fd
-}
-
 func rawExchange(port: Int, host: String = "127.0.0.1", _ request: [UInt8]) throws -> String {
-    let fd = try #require(connectedSocket(port: port, host: host))
+    let fd = try #require(Loopback.connect(port: port, host: host, receiveTimeoutSeconds: 10))
     defer { close(fd) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var offset = 0
     while offset < request.count {
         let sent = request.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -51,7 +31,7 @@ func rawExchange(port: Int, host: String = "127.0.0.1", _ request: [UInt8]) thro
 }
 
 func canConnect(port: Int, host: String = "127.0.0.1") -> Bool {
-    guard let fd = connectedSocket(port: port, host: host) else { return false }
+    guard let fd = Loopback.connect(port: port, host: host) else { return false }
     close(fd)
     return true
 }
@@ -168,7 +148,7 @@ final class Fixture: Sendable {
         let port = try fixture.server.start()
         defer { fixture.server.stop() }
         // Occupy the only slot with a connection that has sent nothing yet.
-        let holder = try #require(connectedSocket(port: port))
+        let holder = try #require(Loopback.connect(port: port))
         #expect(try get(port: port, "/healthz").status == 503)
         close(holder)  // the server sees EOF and frees the slot
         var status = 503

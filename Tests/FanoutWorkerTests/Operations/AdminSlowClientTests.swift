@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Testing
 @testable import FanoutWorker
+import FanoutTestSupport
 
 /// A client that sends one byte of a request head that never ends, every `pace`: the slowloris attack.
 /// It keeps dripping until the server closes on it, and keeps what the server said.
@@ -13,7 +14,7 @@ final class DrippingClient {
     private(set) var bytesSent = 0
 
     init(port: Int) throws {
-        fd = try #require(connectedSocket(port: port))
+        fd = try #require(Loopback.connect(port: port))
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
