@@ -15,6 +15,13 @@ import Synchronization
 /// aside) are asked for their latest offset — one ListOffsets request per leader, off the polling
 /// thread, at most once per `interval` (a drained reader's poll waits that long at most). A reader
 /// that keeps up has no lag after a short poll and sends none.
+///
+/// The lag librdkafka saw is as old as its last fetch: a fetcher that stopped at the prefetch bound
+/// while a producer kept writing may have handed over everything up to the high watermark it last
+/// saw, so the drained reader shows no lag and waited for the broker thread's own wake-up (workload
+/// 2 of `scripts/bench` lost ≈ 0.45 s that way, README "Performance"). So the first short poll after
+/// full ones — the reader was busy, the queue may have hit the bound — asks every unpaused assigned
+/// partition, lag or not. A reader that never fills a poll never sends that round.
 final class FetchNudge: Sendable {
     /// At most one look at the lag, and one round of nudges, per interval.
     static let interval: Duration = .milliseconds(20)
@@ -28,12 +35,19 @@ final class FetchNudge: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Set by a full poll, taken by the next look: the reader has been busy since the last one.
+    private let busy = Atomic(false)
     private let queue = DispatchQueue(label: "fanout-kafka-fetch-nudge")
     private let sentCount = Atomic<UInt64>(0)
     private let failedCount = Atomic<UInt64>(0)
 
     var counts: KafkaFetchNudges {
         KafkaFetchNudges(sent: sentCount.load(ordering: .relaxed), failed: failedCount.load(ordering: .relaxed))
+    }
+
+    /// Polling thread, after a poll that returned as many records as asked for.
+    func afterFullPoll() {
+        if !busy.load(ordering: .relaxed) { busy.store(true, ordering: .relaxed) }
     }
 
     /// Polling thread, after a poll that returned fewer records than asked for: schedules a look
@@ -53,7 +67,8 @@ final class FetchNudge: Sendable {
         // LeakSanitizer reports it as leaked whenever the client is still alive at exit.
         queue.asyncAfter(deadline: .now() + .microseconds(Int(delay / .microseconds(1)))) { [client, self] in
             defer { state.withLock { $0.scheduled = false } }
-            guard let lagging = client.laggingPartitions(), !lagging.isEmpty else { return }
+            let afterBusyPolls = busy.exchange(false, ordering: .relaxed)
+            guard let lagging = client.laggingPartitions(orEveryUnpaused: afterBusyPolls), !lagging.isEmpty else { return }
             sentCount.add(1, ordering: .relaxed)
             if !client.askLatestOffsets(of: lagging, timeout: Self.timeout) { failedCount.add(1, ordering: .relaxed) }
         }
@@ -71,10 +86,11 @@ public struct KafkaFetchNudges: Sendable, Equatable {
 
 extension RDKafkaClient {
     /// Blocking (a round trip to librdkafka's main thread for the assignment): assigned, unpaused
-    /// partitions whose last fetched high watermark is past the reader's position; nil when the
-    /// assignment could not be read (e.g. the consumer is closing). Pauses of partitions no longer
-    /// assigned are forgotten (a partition assigned again starts unpaused).
-    func laggingPartitions() -> [PartitionID]? {
+    /// partitions whose last fetched high watermark is past the reader's position (with
+    /// `orEveryUnpaused`, every assigned unpaused one); nil when the assignment could not be read
+    /// (e.g. the consumer is closing). Pauses of partitions no longer assigned are forgotten (a
+    /// partition assigned again starts unpaused).
+    func laggingPartitions(orEveryUnpaused: Bool = false) -> [PartitionID]? {
         var pointer: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
         let handle = withHandle { $0 }
         guard rd_kafka_assignment(handle, &pointer) == RD_KAFKA_RESP_ERR_NO_ERROR, let pointer else { return nil }
@@ -83,8 +99,9 @@ extension RDKafkaClient {
         let entries = list.entries
         let paused = forgetPauses(outside: Set(entries.map(\.partition)))
         return entries.compactMap { entry in
-            guard entry.offset >= 0, !paused.contains(entry.partition),
-                  let high = lastKnownHighWatermark(of: entry.partition), high > entry.offset else { return nil }
+            guard !paused.contains(entry.partition) else { return nil }
+            if orEveryUnpaused { return entry.partition }
+            guard entry.offset >= 0, let high = lastKnownHighWatermark(of: entry.partition), high > entry.offset else { return nil }
             return entry.partition
         }
     }

@@ -103,7 +103,7 @@ final class RDKafkaClient: @unchecked Sendable {
                 batch.errors.append(KafkaError(.consume, err, "consume error\(location): \(text)"))
             }
         }
-        if batch.messages.count < maxMessages { fetchNudge.afterShortPoll(of: self) }
+        if batch.messages.count < maxMessages { fetchNudge.afterShortPoll(of: self) } else { fetchNudge.afterFullPoll() }
         return batch
     }
 
