@@ -43,14 +43,16 @@ struct EventLoopTests {
     /// A client that stalls in the middle of the TLS handshake (after its ClientHello) must not make the loop
     /// spin until the handshake timeout: the server's pending output waits for readability, not writability.
     @Test func aStalledHandshakeDoesNotSpinTheLoop() async throws {
-        let harness = try SimulatorHarness(configure: { $0.handshakeTimeoutSeconds = 60 })
+        // The timeout far past the test: under TSan the whole suite holds the cooperative pool for a
+        // minute and more (tests finishing together 70-76 s in), long enough for the 300 ms sleep below
+        // to outlast a 60 s handshake timeout, which closed the stalled connection (stop 31's CI, once).
+        let harness = try SimulatorHarness(configure: { $0.handshakeTimeoutSeconds = 3600 })
         let descriptor = try #require(await Self.connectAndSend(port: harness.simulator.port, Self.clientHello),
                                       "the simulator answers a ClientHello with its first flight")
         defer { close(descriptor) }
         let rate = try await Self.wakeupsPerSecond(of: harness.simulator, over: .milliseconds(300))
         #expect(rate < Self.idleWakeupRateBound, "the loop woke \(Int(rate)) times a second while the only client was silent")
-        // The connection must still be there, or the rate above proves nothing. How it went is in the
-        // message: one CI run (TSan, whole suite) found it gone, with no cause found since.
+        // The connection must still be there, or the rate above proves nothing; if not, the counters say why.
         let stats = harness.simulator.stats()
         #expect(stats.connectionsOpen == 1, """
             the stalled connection is gone: accepted \(stats.connectionsAccepted), refused \(stats.connectionsRefused), \
