@@ -45,7 +45,7 @@ struct EventLoopTests {
     @Test func aStalledHandshakeDoesNotSpinTheLoop() async throws {
         // The timeout far past the test: under TSan the whole suite holds the cooperative pool for a
         // minute and more (tests finishing together 70-76 s in), long enough for the 300 ms sleep below
-        // to outlast a 60 s handshake timeout, which closed the stalled connection (stop 31's CI, once).
+        // to outlast a 60 s handshake timeout, which closed the stalled connection (once, in CI).
         let harness = try SimulatorHarness(configure: { $0.handshakeTimeoutSeconds = 3600 })
         let descriptor = try #require(await Self.connectAndSend(port: harness.simulator.port, Self.clientHello),
                                       "the simulator answers a ClientHello with its first flight")
