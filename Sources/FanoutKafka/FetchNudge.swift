@@ -47,7 +47,7 @@ final class FetchNudge: Sendable {
 
     /// Polling thread, after a poll that returned as many records as asked for.
     func afterFullPoll() {
-        if !busy.load(ordering: .relaxed) { busy.store(true, ordering: .relaxed) }
+        busy.store(true, ordering: .relaxed)
     }
 
     /// Polling thread, after a poll that returned fewer records than asked for: schedules a look
@@ -68,9 +68,9 @@ final class FetchNudge: Sendable {
         queue.asyncAfter(deadline: .now() + .microseconds(Int(delay / .microseconds(1)))) { [client, self] in
             defer { state.withLock { $0.scheduled = false } }
             let afterBusyPolls = busy.exchange(false, ordering: .relaxed)
-            guard let lagging = client.laggingPartitions(orEveryUnpaused: afterBusyPolls), !lagging.isEmpty else { return }
+            guard let partitions = client.partitionsToNudge(lagOrNot: afterBusyPolls), !partitions.isEmpty else { return }
             sentCount.add(1, ordering: .relaxed)
-            if !client.askLatestOffsets(of: lagging, timeout: Self.timeout) { failedCount.add(1, ordering: .relaxed) }
+            if !client.askLatestOffsets(of: partitions, timeout: Self.timeout) { failedCount.add(1, ordering: .relaxed) }
         }
     }
 }
@@ -86,11 +86,11 @@ public struct KafkaFetchNudges: Sendable, Equatable {
 
 extension RDKafkaClient {
     /// Blocking (a round trip to librdkafka's main thread for the assignment): assigned, unpaused
-    /// partitions whose last fetched high watermark is past the reader's position (with
-    /// `orEveryUnpaused`, every assigned unpaused one); nil when the assignment could not be read
-    /// (e.g. the consumer is closing). Pauses of partitions no longer assigned are forgotten (a
-    /// partition assigned again starts unpaused).
-    func laggingPartitions(orEveryUnpaused: Bool = false) -> [PartitionID]? {
+    /// partitions whose last fetched high watermark is past the reader's position, or with
+    /// `lagOrNot` every assigned, unpaused one; nil when the assignment could not be read (e.g. the
+    /// consumer is closing). Pauses of partitions no longer assigned are forgotten (a partition
+    /// assigned again starts unpaused).
+    func partitionsToNudge(lagOrNot: Bool) -> [PartitionID]? {
         var pointer: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
         let handle = withHandle { $0 }
         guard rd_kafka_assignment(handle, &pointer) == RD_KAFKA_RESP_ERR_NO_ERROR, let pointer else { return nil }
@@ -100,7 +100,7 @@ extension RDKafkaClient {
         let paused = forgetPauses(outside: Set(entries.map(\.partition)))
         return entries.compactMap { entry in
             guard !paused.contains(entry.partition) else { return nil }
-            if orEveryUnpaused { return entry.partition }
+            if lagOrNot { return entry.partition }
             guard entry.offset >= 0, let high = lastKnownHighWatermark(of: entry.partition), high > entry.offset else { return nil }
             return entry.partition
         }
