@@ -41,8 +41,8 @@ extension APNsRequest {
         headers.reserveCapacity(6)
         let path: String
         switch target {
-        case .device(let token):
-            path = "/3/device/" + token
+        case .device(let devicePath):
+            path = devicePath
             headers.append(.init("apns-push-type", "liveactivity"))
             assert(liveActivityTopic == nil || liveActivityTopic == Self.liveActivityTopic(bundleID), "the topic of another app")
             headers.append(.init("apns-topic", liveActivityTopic ?? Self.liveActivityTopic(bundleID)))

@@ -4,8 +4,9 @@
 /// channel id, priority, apns-id and payload size are checked before anything is sent.
 public struct APNsRequest: Sendable, Hashable {
     public enum Target: Sendable, Hashable {
-        /// `/3/device/<token>`: an activity's push token or a push-to-start token (hex).
-        case device(token: String)
+        /// `/3/device/<token>`, the whole path, made once with the request: an activity's push token
+        /// or a push-to-start token (hex).
+        case device(path: String)
         /// `/4/broadcasts/apps/<bundle>` with `apns-channel-id` (base64).
         case broadcast(channelID: String)
     }
@@ -31,10 +32,24 @@ public struct APNsRequest: Sendable, Hashable {
             throw .badDeviceToken(prefix: String(deviceToken.prefix(8)))
         }
         guard priority != .low else { throw .priorityNotAllowed(priority.rawValue) }
-        return try APNsRequest(bundleID: bundleID, target: .device(token: deviceToken), priority: priority,
+        return try APNsRequest(bundleID: bundleID, target: .device(path: "/3/device/" + deviceToken), priority: priority,
                                expiration: expiration, apnsID: apnsID, payload: payload,
                                limit: APNsRequest.deviceLimit)
     }
+
+    /// A Live Activity push to a token held as bytes (what the worker's engine holds): the same checks,
+    /// except that the hex needs none, and the path is written from the bytes in one string.
+    public static func liveActivity(token: PushToken, bundleID: String, payload: [UInt8],
+                                    priority: APNsPriority, expiration: Int64,
+                                    apnsID: String? = nil) throws(APNsRequestError) -> APNsRequest {
+        guard token.byteCount > 0 else { throw .badDeviceToken(prefix: "") }
+        guard priority != .low else { throw .priorityNotAllowed(priority.rawValue) }
+        return try APNsRequest(bundleID: bundleID, target: .device(path: token.hexPath(prefix: devicePathPrefix)),
+                               priority: priority, expiration: expiration, apnsID: apnsID, payload: payload,
+                               limit: APNsRequest.deviceLimit)
+    }
+
+    private static let devicePathPrefix = Array("/3/device/".utf8)
 
     /// A broadcast to a channel (iOS 18). `expiration` is required by APNs; use 0 on no-storage channels.
     public static func broadcast(channelID: String, bundleID: String, payload: [UInt8],

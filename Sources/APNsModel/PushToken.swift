@@ -109,16 +109,22 @@ public struct PushToken: Sendable, Hashable, CustomStringConvertible {
     public var hex: String { hexPrefix(byteCount) }
 
     /// The lowercase hex of the first `byteLimit` bytes (all of them when the token is shorter).
-    public func hexPrefix(_ byteLimit: Int) -> String {
-        let count = min(byteLimit, byteCount)
-        return String(unsafeUninitializedCapacity: 2 * count) { buffer in
+    public func hexPrefix(_ byteLimit: Int) -> String { hexText(prefix: [], byteLimit: byteLimit) }
+
+    /// `prefix` followed by the whole lowercase hex, made as one string (an APNs request path).
+    public func hexPath(prefix: [UInt8]) -> String { hexText(prefix: prefix, byteLimit: byteCount) }
+
+    private func hexText(prefix: [UInt8], byteLimit: Int) -> String {
+        let count = min(byteLimit, byteCount), start = prefix.count
+        return String(unsafeUninitializedCapacity: start + 2 * count) { buffer in
+            for index in 0..<start { buffer[index] = prefix[index] }
             switch storage {
             case let .inline(inline):
-                for index in 0..<count { Self.writeHex(inline[index], to: buffer, at: 2 * index) }
+                for index in 0..<count { Self.writeHex(inline[index], to: buffer, at: start + 2 * index) }
             case let .heap(bytes):
-                for index in 0..<count { Self.writeHex(bytes[index], to: buffer, at: 2 * index) }
+                for index in 0..<count { Self.writeHex(bytes[index], to: buffer, at: start + 2 * index) }
             }
-            return 2 * count
+            return start + 2 * count
         }
     }
 

@@ -21,11 +21,18 @@ public struct HTTP2HeaderBlock {
     /// every message would only churn it).
     public mutating func add(_ name: String, _ value: String, index: Bool = true) {
         let nameStart = arena.count
-        arena.append(contentsOf: name.utf8)
+        append(name)
         let valueStart = arena.count
-        arena.append(contentsOf: value.utf8)
+        append(value)
         spans.append((nameStart, valueStart - nameStart, valueStart, arena.count - valueStart,
                       UInt8(index ? NGHTTP2_NV_FLAG_NONE.rawValue : NGHTTP2_NV_FLAG_NO_INDEX.rawValue)))
+    }
+
+    /// A native string's bytes in one copy (the generic sequence append goes byte by byte).
+    private mutating func append(_ text: String) {
+        if text.utf8.withContiguousStorageIfAvailable({ arena.append(contentsOf: $0) }) == nil {
+            arena.append(contentsOf: text.utf8)
+        }
     }
 
     /// Lends the block as `nghttp2_nv`s pointing into the arena, valid only during `body`.

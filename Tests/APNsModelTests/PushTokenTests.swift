@@ -20,6 +20,12 @@ import APNsModel
         let request = try APNsRequest.liveActivity(deviceToken: token.hex, bundleID: "com.example.app", payload: body, priority: .conserve,
                                                    expiration: 0)
         #expect(request.http.path == "/3/device/" + hex)
+        // The worker's form: the path written straight from the bytes, the request otherwise the same.
+        let fromBytes = try APNsRequest.liveActivity(token: token, bundleID: "com.example.app", payload: body, priority: .conserve,
+                                                     expiration: 0)
+        #expect(fromBytes == request)
+        #expect(token.hexPath(prefix: Array("/x/".utf8)) == "/x/" + hex)
+        #expect(token.hexPrefix(4) == String(hex.prefix(8)))
     }
 
     @Test func uppercaseHexComesOutLowercase() throws {

@@ -189,8 +189,8 @@ final class APNsLanes: Sendable {
         let priority: APNsPriority = send.priority >= 10 ? .immediate : .conserve
         switch send.destination {
         case .activityToken(let token), .pushToStartToken(let token):
-            // The hex is made here, where the path is built; the engine holds the token's bytes.
-            return try .liveActivity(deviceToken: token.hex, bundleID: send.app, payload: bytes, priority: priority,
+            // The hex is made here, written into the path; the engine holds the token's bytes.
+            return try .liveActivity(token: token, bundleID: send.app, payload: bytes, priority: priority,
                                      expiration: send.expiration)
         case .channel(let channel):
             return try .broadcast(channelID: channel, bundleID: send.app, payload: bytes, priority: priority,
