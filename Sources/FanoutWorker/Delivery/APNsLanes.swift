@@ -15,7 +15,6 @@ import Synchronization
 /// on first use. All clients share one `ProviderTokenCache`: one JWT per key in the process.
 final class APNsLanes: Sendable {
     private let clients: [ClientKey: APNsClient]
-    private let appEnvironments: [String: APNsModel.APNsEnvironment]
     private let custom: Bool
     /// Channel-management clients per environment and signing key, for storage-policy lookups (none without an endpoint).
     private let management: [ManagementKey: APNsChannelClient]
@@ -42,6 +41,18 @@ final class APNsLanes: Sendable {
 
     /// Apps grouped by signing key ("team/keyID").
     private let signerOfApp: [String: String]
+    /// Per app, the clients `client(lane:app:environment:)` chooses from: one lookup per send.
+    private let clientsOfApp: [String: AppClients]
+
+    private struct AppClients: Sendable {
+        /// By `index(lane:environment:)`; nil where no client serves that lane and environment.
+        var clients: [APNsClient?]
+        var environment: APNsModel.APNsEnvironment
+
+        static func index(lane: Lane, environment: APNsModel.APNsEnvironment) -> Int {
+            (lane == .activity ? 0 : 2) + (environment == .production ? 0 : 1)
+        }
+    }
 
     /// `gate` guards every push client (not channel management): the send lease (`SendGate`).
     init(settings: WorkerSettings, credentials: [String: APNsCredentials], tokenCache: ProviderTokenCache,
@@ -53,7 +64,6 @@ final class APNsLanes: Sendable {
         for app in settings.configuration.apps {
             environments[app.bundleID] = app.environment == .sandbox ? .sandbox : .production
         }
-        appEnvironments = environments
         let used: Set<APNsModel.APNsEnvironment> = custom ? [.production] : Set(environments.values)
         var signerOfApp: [String: String] = [:]
         var bySigner: [String: [String: APNsCredentials]] = [:]
@@ -75,6 +85,18 @@ final class APNsLanes: Sendable {
             }
         }
         self.clients = clients
+        var clientsOfApp: [String: AppClients] = [:]
+        for (app, signer) in signerOfApp {
+            var table = AppClients(clients: Array(repeating: nil, count: 4), environment: environments[app] ?? .production)
+            for lane in Lane.allCases {
+                for environment in APNsModel.APNsEnvironment.allCases {
+                    table.clients[AppClients.index(lane: lane, environment: environment)] =
+                        clients[ClientKey(lane: lane, environment: environment, signer: signer)]
+                }
+            }
+            clientsOfApp[app] = table
+        }
+        self.clientsOfApp = clientsOfApp
         var management: [ManagementKey: APNsChannelClient] = [:]
         for environment in used {
             for (signer, group) in bySigner {
@@ -120,9 +142,9 @@ final class APNsLanes: Sendable {
     /// Apple rejects a token sent to the wrong environment as BadDeviceToken, which would drop a good
     /// token), else the app's.
     func client(lane: Lane, app: String, environment: APNsModel.APNsEnvironment?) -> APNsClient? {
-        guard let signer = signerOfApp[app] else { return nil }
-        let chosen: APNsModel.APNsEnvironment = custom ? .production : environment ?? appEnvironments[app] ?? .production
-        return clients[ClientKey(lane: lane, environment: chosen, signer: signer)]
+        guard let table = clientsOfApp[app] else { return nil }
+        let chosen: APNsModel.APNsEnvironment = custom ? .production : environment ?? table.environment
+        return table.clients[AppClients.index(lane: lane, environment: chosen)]
     }
 
     /// JWTs minted per app since the last call, from the shared cache's generation counter (each

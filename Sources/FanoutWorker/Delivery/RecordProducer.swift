@@ -10,15 +10,17 @@ typealias StateSave = (handoff: TargetHandoff, partition: Int32, resolution: Res
 /// One `saveStates` call's records: their resolutions, how many are unanswered, which failed (each
 /// goes on alone and is acknowledged by itself), and whom to tell.
 private final class StateBatch: Sendable {
-    let resolutions: [ResolutionID]
+    /// Held until the batch's last answer: a record that fails is produced again from here, so each
+    /// record's completion carries only its index, not a copy of its state.
+    let saves: [StateSave]
     let remaining: Atomic<Int>
     let failed = Mutex<Set<Int>>([])
     let acknowledged: @Sendable ([ResolutionID]) -> Void
 
-    init(resolutions: [ResolutionID], acknowledged: @escaping @Sendable ([ResolutionID]) -> Void) {
-        self.resolutions = resolutions
+    init(saves: [StateSave], acknowledged: @escaping @Sendable ([ResolutionID]) -> Void) {
+        self.saves = saves
         self.acknowledged = acknowledged
-        remaining = Atomic(resolutions.count)
+        remaining = Atomic(saves.count)
     }
 }
 
@@ -104,7 +106,7 @@ final class RecordProducer: Sendable {
     func saveStates(_ saves: [StateSave],
                     acknowledged: @escaping @Sendable ([ResolutionID]) -> Void) {
         guard !saves.isEmpty else { return }
-        let batch = StateBatch(resolutions: saves.map(\.resolution), acknowledged: acknowledged)
+        let batch = StateBatch(saves: saves, acknowledged: acknowledged)
         let topic = stateTopic
         unacknowledged.add(saves.count, ordering: .relaxed)
         var value: [UInt8] = []
@@ -112,7 +114,7 @@ final class RecordProducer: Sendable {
             value.removeAll(keepingCapacity: true)
             save.handoff.encode(into: &value)
             let completion: KafkaProducer.Completion = { [self] result in
-                if case .failure(let error) = result { retrySave(save, batch: batch, index: index, error) }
+                if case .failure(let error) = result { retrySave(batch: batch, index: index, error) }
                 finish(batch, topic: topic)
             }
             do {
@@ -125,15 +127,15 @@ final class RecordProducer: Sendable {
                 }
             } catch {
                 let failure = error as? KafkaError ?? KafkaError(.produce, reason: "\(error)")
-                retrySave(save, batch: batch, index: index, failure)
+                retrySave(batch: batch, index: index, failure)
                 finish(batch, topic: topic)
             }
         }
     }
 
     /// One record of a batch failed: it leaves the batch and is produced again on its own.
-    private func retrySave(_ save: StateSave, batch: StateBatch, index: Int,
-                           _ error: KafkaError) {
+    private func retrySave(batch: StateBatch, index: Int, _ error: KafkaError) {
+        let save = batch.saves[index]
         _ = batch.failed.withLock { $0.insert(index) }
         let failure = ProduceFailure(error)
         metrics.produceFailures.labels(stateTopic, failure.kind.rawValue).increment()
@@ -148,7 +150,8 @@ final class RecordProducer: Sendable {
         unacknowledged.subtract(1, ordering: .relaxed)
         guard batch.remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
         let failed = batch.failed.withLock { $0 }
-        let done = failed.isEmpty ? batch.resolutions : batch.resolutions.enumerated().filter { !failed.contains($0.offset) }.map(\.element)
+        let done = failed.isEmpty ? batch.saves.map(\.resolution)
+            : batch.saves.indices.filter { !failed.contains($0) }.map { batch.saves[$0].resolution }
         guard !done.isEmpty else { return }
         noteSuccess(topic: topic)
         metrics.stateRecords.labels("saved").increment(by: UInt64(done.count))
