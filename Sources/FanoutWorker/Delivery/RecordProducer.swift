@@ -7,7 +7,7 @@ import Synchronization
 /// A delivered send's state to save, and the resolution its acknowledgement completes (`EngineAction.saveState`).
 typealias StateSave = (handoff: TargetHandoff, partition: Int32, resolution: ResolutionID)
 
-/// One `saveStates` call's records: their resolutions, how many are unanswered, which failed (each
+/// One `saveStates` call's records: the saves, how many are unanswered, which failed (each
 /// goes on alone and is acknowledged by itself), and whom to tell.
 private final class StateBatch: Sendable {
     /// Held until the batch's last answer: a record that fails is produced again from here, so each
