@@ -31,10 +31,8 @@ public struct APNsRequest: Sendable, Hashable {
         guard !deviceToken.isEmpty, deviceToken.utf8.allSatisfy(\.isHexDigit) else {
             throw .badDeviceToken(prefix: String(deviceToken.prefix(8)))
         }
-        guard priority != .low else { throw .priorityNotAllowed(priority.rawValue) }
-        return try APNsRequest(bundleID: bundleID, target: .device(path: "/3/device/" + deviceToken), priority: priority,
-                               expiration: expiration, apnsID: apnsID, payload: payload,
-                               limit: APNsRequest.deviceLimit)
+        return try device(path: "/3/device/" + deviceToken, bundleID: bundleID, payload: payload, priority: priority,
+                          expiration: expiration, apnsID: apnsID)
     }
 
     /// A Live Activity push to a token held as bytes (what the worker's engine holds): the same checks,
@@ -43,13 +41,19 @@ public struct APNsRequest: Sendable, Hashable {
                                     priority: APNsPriority, expiration: Int64,
                                     apnsID: String? = nil) throws(APNsRequestError) -> APNsRequest {
         guard token.byteCount > 0 else { throw .badDeviceToken(prefix: "") }
-        guard priority != .low else { throw .priorityNotAllowed(priority.rawValue) }
-        return try APNsRequest(bundleID: bundleID, target: .device(path: token.hexPath(prefix: devicePathPrefix)),
-                               priority: priority, expiration: expiration, apnsID: apnsID, payload: payload,
-                               limit: APNsRequest.deviceLimit)
+        return try device(path: token.hexPath(prefix: devicePathPrefix), bundleID: bundleID, payload: payload,
+                          priority: priority, expiration: expiration, apnsID: apnsID)
     }
 
     private static let devicePathPrefix = Array("/3/device/".utf8)
+
+    /// What both device forms check once the token is known good: the priority, then the rest.
+    private static func device(path: String, bundleID: String, payload: [UInt8], priority: APNsPriority,
+                               expiration: Int64, apnsID: String?) throws(APNsRequestError) -> APNsRequest {
+        guard priority != .low else { throw .priorityNotAllowed(priority.rawValue) }
+        return try APNsRequest(bundleID: bundleID, target: .device(path: path), priority: priority,
+                               expiration: expiration, apnsID: apnsID, payload: payload, limit: APNsRequest.deviceLimit)
+    }
 
     /// A broadcast to a channel (iOS 18). `expiration` is required by APNs; use 0 on no-storage channels.
     public static func broadcast(channelID: String, bundleID: String, payload: [UInt8],

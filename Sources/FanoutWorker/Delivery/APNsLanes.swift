@@ -39,8 +39,6 @@ final class APNsLanes: Sendable {
         var signer: String
     }
 
-    /// Apps grouped by signing key ("team/keyID").
-    private let signerOfApp: [String: String]
     /// Per app, the clients `client(lane:app:environment:)` chooses from: one lookup per send.
     private let clientsOfApp: [String: AppClients]
 
@@ -72,7 +70,6 @@ final class APNsLanes: Sendable {
             signerOfApp[app] = signer
             bySigner[signer, default: [:]][app] = credential
         }
-        self.signerOfApp = signerOfApp
         var clients: [ClientKey: APNsClient] = [:]
         for lane in Lane.allCases {
             for environment in lane == .activity && !custom ? [.production, .sandbox] : used {
