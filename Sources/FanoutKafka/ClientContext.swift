@@ -51,8 +51,8 @@ func fanoutLogCallback(_ rk: OpaquePointer?, _ level: Int32, _ facility: UnsafeP
                        _ message: UnsafePointer<CChar>?) {
     guard let rk, let opaque = rd_kafka_opaque(rk) else { return }
     let context = ClientContext.from(opaque)
-    if let watch = context.groupJoin, let facility, let message, strcmp(facility, GroupJoinWatch.facility) == 0 {
-        watch.observe(message)
+    if let watch = context.groupJoin, let facility, let message {
+        watch.observe(facility: facility, message: message)
     }
     guard level <= context.forwardedLevel else { return }
     guard let log = context.log else {

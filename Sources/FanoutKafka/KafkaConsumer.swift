@@ -76,7 +76,7 @@ public final class KafkaConsumer: Sendable {
         let cooperative = resolution.groupProtocol == .consumer
             || assignors.contains { $0.trimmingCharacters(in: .whitespaces) == "cooperative-sticky" }
         context = RebalanceContext(handler: rebalance, cooperative: cooperative)
-        groupJoin = GroupJoinWatch(rejoining: rebalance.rejoining)
+        groupJoin = GroupJoinWatch(rejoining: rebalance.rejoining, heartbeatSent: rebalance.heartbeatSent)
         client = try RDKafkaClient(type: RD_KAFKA_CONSUMER, conf: conf,
                                    context: ClientContext(log: log, rebalance: context, groupJoin: groupJoin,
                                                           forwardedLevel: forwardedLevel))
@@ -92,6 +92,11 @@ public final class KafkaConsumer: Sendable {
     deinit {
         try? close()
     }
+
+    /// Whether librdkafka's join state is `steady` (GroupJoinWatch): the member's assignment is
+    /// applied and no JoinGroup/SyncGroup round is under way. A commit handed over now carries a
+    /// generation that is current.
+    public var isSettledMember: Bool { groupJoin.isSteady }
 
     public func subscribe(_ topics: [String]) throws {
         try ensureOpen()

@@ -24,16 +24,22 @@ public struct KafkaRebalanceHandler: Sendable {
     /// Called on librdkafka's own thread the moment it happens, before any callback of that round:
     /// record the fact and return. Until `settled`, a commit carries a generation that is ending.
     public var rejoining: @Sendable () -> Void
+    /// The member just sent a heartbeat, on librdkafka's own thread (like `rejoining`). Its answer may
+    /// say the group is rebalancing, and librdkafka then rejoins before anything handed to it after the
+    /// answer arrived: record the time and return.
+    public var heartbeatSent: @Sendable () -> Void
 
     public init(assigned: @escaping @Sendable ([PartitionID]) -> Void = { _ in },
                 revoking: @escaping @Sendable ([PartitionID]) -> [PartitionID: Int64] = { _ in [:] },
                 lost: @escaping @Sendable ([PartitionID]) -> Void = { _ in },
                 settled: @escaping @Sendable () -> Void = {},
-                rejoining: @escaping @Sendable () -> Void = {}) {
+                rejoining: @escaping @Sendable () -> Void = {},
+                heartbeatSent: @escaping @Sendable () -> Void = {}) {
         self.assigned = assigned
         self.revoking = revoking
         self.lost = lost
         self.settled = settled
         self.rejoining = rejoining
+        self.heartbeatSent = heartbeatSent
     }
 }

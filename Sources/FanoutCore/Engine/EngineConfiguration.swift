@@ -66,6 +66,13 @@ public struct EngineConfiguration: Sendable {
     /// last commit once every record read is settled: `commitWhenDrained`); nil: never (the owner
     /// calls `commitPoints()` itself, as tests and benchmarks do).
     public var commitInterval: Nanoseconds?
+    /// How long after one of this member's heartbeats its answer may still be on the way: no
+    /// `.commit` is offered in that time (`FanoutEngine.heartbeatSent`). An answer saying the group is
+    /// rebalancing makes librdkafka send a JoinGroup at once; a commit handed to librdkafka after
+    /// that answer arrived goes out behind the JoinGroup, is answered ILLEGAL_GENERATION once the
+    /// group has moved on, and librdkafka 2.0.2 then drops every partition of the member, kept ones
+    /// too (librdkafka issue #4059; docs/design.md §4). nil: heartbeats are not reported.
+    public var heartbeatAnswerWindow: Nanoseconds?
     /// How long a revoked partition waits for its sends in flight before it is drained anyway
     /// (their offsets stay uncommitted; the next owner replays them).
     public var revokeDrainTimeout: Nanoseconds = .seconds(3)
@@ -130,6 +137,7 @@ extension EngineConfiguration {
         try require(sendCapacityPerLane.count == 2 && sendCapacityPerLane.allSatisfy { $0 >= 1 }, "send_capacity", "needs one capacity of at least 1 per lane")
         try require(resumeRatio > 0 && resumeRatio < 1, "resume_ratio", "must be between 0 and 1 (exclusive)")
         try require(commitInterval.map { $0 > 0 } ?? true, "commit_interval", "must be positive")
+        try require(heartbeatAnswerWindow.map { $0 > 0 } ?? true, "heartbeat answer window", "must be positive")
         try require(revokeDrainTimeout >= 0, "revoke_drain_timeout", "must not be negative")
         try require(sweepInterval > 0 && forgetIdleAfter > 0, "forget_idle_after", "idle retention and sweep interval must be positive")
         try require(endedRetention >= 0, "ended_retention", "must not be negative (0 forgets an ended activity as soon as its end is done)")

@@ -104,6 +104,10 @@ extension FanoutEngine {
         guard let interval = configuration.commitInterval else { return }
         if nextCommitAt == .min { (nextCommitAt, lastCommitPassAt) = (now + interval, now) }
         guard now >= nextCommitAt else { return }
+        if now < commitsQuietUntil {
+            nextCommitAt = commitsQuietUntil  // a heartbeat's answer may be on its way
+            return
+        }
         (nextCommitAt, lastCommitPassAt) = (now + interval, now)
         guard !groupIsRebalancing && !commitsStopped else { return }
         let points = uncommittedPoints()
@@ -132,6 +136,14 @@ extension FanoutEngine {
     /// the coordinator answers after the member rejoined makes librdkafka 2.0.2 drop every partition,
     /// the kept ones too (librdkafka issue #4059): seconds without delivery for nothing.
     public mutating func groupRebalancing() { groupIsRebalancing = true }
+
+    /// This member sent a heartbeat at `at` (librdkafka's `HEARTBEAT` debug line): no commit is offered
+    /// until its answer has surely arrived and been acted on (`EngineConfiguration.heartbeatAnswerWindow`).
+    /// A commit offered before the heartbeat left goes out ahead of any JoinGroup its answer causes.
+    public mutating func heartbeatSent(at: Nanoseconds) {
+        guard let window = configuration.heartbeatAnswerWindow else { return }
+        commitsQuietUntil = max(commitsQuietUntil, at + window)
+    }
 
     /// The rebalance finished for this member: what waited is committed now.
     /// Counted even when no hold was on: a commit offered before it belongs to the generation before.

@@ -98,6 +98,8 @@ public struct FanoutEngine: Sendable {
     var lastCommitPassAt: Nanoseconds = .min
     /// The group is rebalancing (`groupRebalancing`): no `.commit` until `groupSettled`.
     var groupIsRebalancing = false
+    /// Until when the answer to this member's last heartbeat may still be on the way (`heartbeatSent`).
+    var commitsQuietUntil: Nanoseconds = .min
     /// How many times the group settled for this member (`groupSettled`): each `.commit` carries it
     /// as its `round`, so a refusal can be told apart from one about a rebalance that is over.
     var groupSettles: UInt64 = 0

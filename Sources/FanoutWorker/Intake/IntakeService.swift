@@ -65,7 +65,8 @@ final class IntakeService: PartitionActions {
             revoking: { relay.get()?.revoking($0) ?? [:] },
             lost: { relay.get()?.lost($0) },
             settled: { relay.get()?.core.groupSettled() },
-            rejoining: { relay.get()?.rejoining() })
+            rejoining: { relay.get()?.rejoining() },
+            heartbeatSent: { relay.get()?.core.groupHeartbeatSent() })
         consumer = try KafkaConsumer(configuration: settings.kafka, groupID: settings.configuration.kafka.groupID,
                                      groupInstanceID: settings.configuration.kafka.groupInstanceID, rebalance: handler,
                                      log: KafkaLogBridge.handler(core.log))

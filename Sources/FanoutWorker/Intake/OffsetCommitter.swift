@@ -12,7 +12,9 @@ import Synchronization
 /// offered again at its next commit interval.
 ///
 /// While the group rebalances the engine offers no commit (`FanoutEngine.groupRebalancing`); what
-/// was queued here before is withdrawn (`withdrawQueued`) and offered again once it settles.
+/// was queued here before is withdrawn (`withdrawQueued`) and offered again once it settles. A commit
+/// about to start while the member is not settled, or while a heartbeat's answer may be on its way, is
+/// withheld (`fanout_offset_commits_total{result="withheld"}`; docs/design.md §4).
 ///
 /// An outstanding commit that librdkafka has not answered within `answerDeadline` is given up when
 /// the engine offers the next (a warning, `fanout_offset_commits_total{result="unanswered"}`): the next
@@ -135,6 +137,18 @@ final class OffsetCommitter: Sendable {
 
     private func start(_ offer: Offer) {
         let points = offer.points
+        // The last check before librdkafka gets it: between the engine's offer and here the member may
+        // have left its settled state, or sent a heartbeat whose answer can start a rejoin ahead of this
+        // commit (docs/design.md §4). Withheld, it is offered again at the next interval.
+        let settled = consumer.isSettledMember
+        if !settled || core.heartbeatAnswerMayBePending() {
+            core.metrics.commits.labels("withheld").increment()
+            core.commitAnswered(points, failed: Set(points.map(\.partition)))
+            core.log.info("offset commit withheld; the engine offers it again with the next",
+                          ["reason": .string(settled ? "a heartbeat's answer may be on its way" : "the group is rebalancing for this member"),
+                           "partitions": .int(points.count)])
+            return
+        }
         do {
             let id = try consumer.commitAsync(Self.offsets(points))
             state.withLock { $0.outstanding = (id, .now, points.count, offer.round) }

@@ -56,6 +56,13 @@ struct WorkerSettings: Sendable {
 
     static func nanoseconds(_ duration: Duration) -> Nanoseconds { Nanoseconds(duration) }
 
+    /// How long a heartbeat's answer may take to arrive and be acted on (docs/design.md §4): half the
+    /// heartbeat interval (librdkafka's default 3 s), at most 500 ms, so commits always have a window.
+    static func heartbeatAnswerWindow(_ kafka: [String: String]) -> Nanoseconds {
+        let interval = kafka["heartbeat.interval.ms"].flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 3_000
+        return max(.milliseconds(1), min(.milliseconds(500), .milliseconds(interval) / 2))
+    }
+
     static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }
 
     static func budget(_ budget: FanoutConfiguration.Budget) -> BudgetSettings {
@@ -108,6 +115,7 @@ struct WorkerSettings: Sendable {
         e.maxIncompletePerLane = c.backpressure.maxPendingTargets
         e.resumeRatio = c.backpressure.resumeRatio
         e.commitInterval = nanoseconds(c.kafka.commitInterval)
+        e.heartbeatAnswerWindow = heartbeatAnswerWindow(c.kafka.properties.merging(options.extraKafkaProperties) { $1 })
         e.revokeDrainTimeout = nanoseconds(options.revokeDrainTimeout)
         e.laneFailingAfter = nanoseconds(c.apns.laneFailingAfter)
         // Broadcast expiration follows each channel's storage policy, looked up through channel management.

@@ -20,6 +20,8 @@ final class WorkerCore: Sendable {
         var failingLanes: [Lane: (since: Nanoseconds, reason: String)] = [:]
         /// `rejoins` as the engine last heard of it.
         var rejoinsReported = RejoinReports()
+        /// `heartbeatSentAt` as the engine last heard of it.
+        var heartbeatReported: Nanoseconds = .min
         /// The engine's forgotten-target counts when the gauges were last refreshed.
         var forgottenReported = ForgottenTargets()
         /// Since when the gauges have seen the engine hold commits for a rebalance (nil: not holding).
@@ -48,6 +50,8 @@ final class WorkerCore: Sendable {
     private let failure = Mutex<(reason: String?, handlers: [@Sendable (String) -> Void])>((nil, []))
     /// Times the member left its settled group state (`groupRejoining`), counted on librdkafka's thread.
     private let rejoins = Atomic<UInt64>(0)
+    /// When this member last sent a heartbeat (`groupHeartbeatSent`, the worker's clock).
+    private let heartbeatSentAt = Atomic<Int64>(.min)
 
     init(settings: WorkerSettings, log: Log, metrics: FanoutMetrics, options: WorkerOptions, lanes: APNsLanes,
          gate: SendGate, producer: KafkaProducer) {
@@ -177,6 +181,11 @@ final class WorkerCore: Sendable {
         var actions: [EngineAction] = []
         state.withLock { state in
             if state.rejoinsReported.isNews(rejoins.load(ordering: .acquiring)) { state.engine.groupRebalancing() }
+            let heartbeat = heartbeatSentAt.load(ordering: .acquiring)
+            if heartbeat != state.heartbeatReported {
+                state.heartbeatReported = heartbeat
+                state.engine.heartbeatSent(at: heartbeat)
+            }
             body(&state, now, &actions)
         }
         perform(actions)
@@ -214,6 +223,19 @@ final class WorkerCore: Sendable {
     /// The member left its settled group state (librdkafka's thread, `KafkaRebalanceHandler.rejoining`):
     /// only counted here, no lock taken; the engine hears of it before its next decision.
     func groupRejoining() { rejoins.add(1, ordering: .releasing) }
+
+    /// On librdkafka's thread: the member just sent a heartbeat (the engine offers no commit until its
+    /// answer has surely been acted on, `EngineConfiguration.heartbeatAnswerWindow`).
+    func groupHeartbeatSent() { heartbeatSentAt.store(clock.now(), ordering: .releasing) }
+
+    /// Whether a commit handed to librdkafka now may meet a heartbeat's answer that starts a rejoin
+    /// first: a heartbeat left less than the answer window ago. The last check before a commit goes out,
+    /// for the time between the engine's offer and its execution (docs/design.md §4).
+    func heartbeatAnswerMayBePending() -> Bool {
+        guard let window = settings.engine.heartbeatAnswerWindow else { return false }
+        let sent = heartbeatSentAt.load(ordering: .acquiring)
+        return sent != .min && clock.now() - sent < window
+    }
 
     /// The group's rebalance finished for this member (a SyncGroup succeeded): held commits go out.
     func groupSettled() { decide { state, now, actions in state.engine.groupSettled(now: now, into: &actions) } }

@@ -275,6 +275,48 @@ extension CommitTimingTests {
         #expect(Self.offered(h.advance(1 * ms)) == [CommitPoint(partition: activityPartition, offset: 2)])
     }
 
+    /// A commit that falls due while the answer to the member's last heartbeat may be on its way waits
+    /// out the window: that answer can start a rejoin, and a commit handed to librdkafka after it
+    /// arrived goes out behind the JoinGroup and costs every partition (librdkafka #4059). If the
+    /// answer does start a rejoin, the commit waits for the settle instead.
+    @Test func aCommitDueRightAfterAHeartbeatWaitsForItsAnswer() throws {
+        let ms: Nanoseconds = 1_000_000
+        var h = Harness.started { $0.commitInterval = sec; $0.heartbeatAnswerWindow = 250 * ms }
+        h.register(tokenB, key: "other", at: 1)
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        _ = try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100)).sends.first)  // in flight: the interval paces commits
+        h.complete(first)
+        h.advance(999 * ms)
+        h.engine.heartbeatSent(at: h.now)  // both timers started when the group settled
+        #expect(Self.offered(h.advance(1 * ms)).isEmpty, "due, but a heartbeat left a millisecond ago")
+        #expect(h.engine.nextDeadline() == h.now + 249 * ms)
+        #expect(Self.offered(h.advance(248 * ms)).isEmpty)
+        #expect(Self.offered(h.advance(1 * ms)) == [CommitPoint(partition: activityPartition, offset: 1)], "once the window is over")
+
+        h.advance(990 * ms)  // that offer is never answered: its point is offered again at the next interval
+        h.engine.heartbeatSent(at: h.now)
+        h.advance(20 * ms)
+        h.engine.groupRebalancing()  // the answer: the group is rebalancing
+        #expect(Self.offered(h.advance(2 * sec)).isEmpty, "held until the group settles")
+        var actions: [EngineAction] = []
+        h.engine.heartbeatSent(at: h.now)  // the first heartbeat of the new generation
+        h.engine.groupSettled(now: h.now, into: &actions)
+        #expect(Self.offered(actions).isEmpty, "settled while that heartbeat's answer is on its way")
+        #expect(Self.offered(h.advance(250 * ms)) == [CommitPoint(partition: activityPartition, offset: 1)])
+    }
+
+    /// Without heartbeats reported (tests, benchmarks, `heartbeatAnswerWindow` nil) nothing waits.
+    @Test func heartbeatsChangeNothingWithoutAnAnswerWindow() throws {
+        var h = Self.committingEverySecond()
+        h.register(tokenB, key: "other", at: 1)
+        let first = try #require(h.feed(makeEvent("e1", timestamp: 100)).sends.first)
+        _ = try #require(h.feed(makeEvent("o1", target: "other", timestamp: 100)).sends.first)
+        h.complete(first)
+        h.advance(sec - 1)
+        h.engine.heartbeatSent(at: h.now)
+        #expect(Self.offered(h.advance(1)) == [CommitPoint(partition: activityPartition, offset: 1)])
+    }
+
     /// At shutdown the worker makes the final commit itself: the engine offers none after it.
     @Test func noCommitIsOfferedOnceTheWorkerStopsCommitting() throws {
         var h = Self.committingEverySecond()

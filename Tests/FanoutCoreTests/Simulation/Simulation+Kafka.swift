@@ -105,6 +105,11 @@ extension Simulation {
         // librdkafka 2.0.2 drops every partition when a commit of the old generation is answered after
         // the member rejoined (#4059): no commit may go out while the group rebalances.
         if settleAt != nil { throw fail("a commit issued while the group rebalances") }
+        // Nor while the answer to a heartbeat is on its way and will start a rejoin: librdkafka would
+        // send the JoinGroup first and the commit behind it, with the same outcome.
+        if let answer = heartbeatAnswer, answer.rejoin, now >= answer.sentAt {
+            throw fail("a commit issued \((now - answer.sentAt) / 1_000_000) ms after a heartbeat whose answer starts a rejoin")
+        }
         stats.commits += 1
         for point in points {
             guard assigned.contains(point.partition), !closing.contains(point.partition) else {
@@ -128,8 +133,29 @@ extension Simulation {
         policyAnswers.append((now + random.between(0, 2_000) * 1_000_000, app, channel))
     }
 
+    /// The member's heartbeat: sent every interval; its answer comes back within the answer window
+    /// and, now and then until the run heals, says another member joined or left — the member rejoins
+    /// and the group settles a while later.
+    mutating func heartbeat() {
+        if let answer = heartbeatAnswer, answer.at <= now {
+            heartbeatAnswer = nil
+            if answer.rejoin && settleAt == nil {
+                stats.heartbeatRejoins += 1
+                engine.groupRebalancing()
+                settleAt = now + heartbeatRandom.between(100, 8_000) * 1_000_000
+            }
+        }
+        guard let due = nextHeartbeatAt, due <= now, let window = configuration.heartbeatAnswerWindow else { return }
+        stats.heartbeats += 1
+        nextHeartbeatAt = now + heartbeatInterval
+        engine.heartbeatSent(at: now)
+        let answerIn = heartbeatRandom.between(0, window - 1)
+        heartbeatAnswer = (now, now + answerIn, !healed && heartbeatRandom.chance(0.01))
+    }
+
     /// Answers that came due: token catch-ups, commit answers, channel lookups.
     mutating func answerKafka(into actions: inout [EngineAction]) throws {
+        heartbeat()
         if let at = settleAt, at <= now {
             settleAt = nil
             stats.rebalancesSettled += 1

@@ -86,6 +86,12 @@ struct Simulation {
     var channelPolicies: [String: ChannelStoragePolicy?] = [:]
     /// The group is rebalancing for this member (after a revoke or loss) until `settleAt`.
     var settleAt: Nanoseconds?
+    /// The member's heartbeats (with `commitInterval`): draws of their own, so they change nothing
+    /// else a seed does. Each answer comes within the answer window; some start a rejoin.
+    var heartbeatRandom: SeededRandom
+    var heartbeatInterval: Nanoseconds = 0
+    var nextHeartbeatAt: Nanoseconds?
+    var heartbeatAnswer: (sentAt: Nanoseconds, at: Nanoseconds, rejoin: Bool)?
     var stats = SimulationStats()
     var changelog = SimulatedChangelog()
 
@@ -118,6 +124,13 @@ struct Simulation {
         configuration.revokeDrainTimeout = random.between(200, 5_000) * 1_000_000
         // Now and then a worker whose APNs clients carry only a few sends at once per lane.
         if random.chance(0.3) { configuration.sendCapacityPerLane = [1 + random.below(8), 1 + random.below(4)] }
+        heartbeatRandom = SeededRandom(seed: seed ^ 0x4845_4152_5442_4541)
+        if configuration.commitInterval != nil {
+            // As the worker sets it (WorkerSettings.heartbeatAnswerWindow): half the interval, at most 500 ms.
+            heartbeatInterval = heartbeatRandom.between(200, 3_000) * 1_000_000
+            configuration.heartbeatAnswerWindow = min(500_000_000, heartbeatInterval / 2)
+            nextHeartbeatAt = start + heartbeatRandom.between(0, heartbeatInterval / 1_000_000) * 1_000_000
+        }
         engine = FanoutEngine(configuration: configuration)
         workload = SimulatedWorkload(random: &random, start: start, horizon: horizon)
         nextRevokeAt = start + random.between(5, 120) * 1_000_000_000
@@ -221,6 +234,8 @@ struct Simulation {
         for answer in commitAnswers { next = min(next, answer.at) }
         for answer in policyAnswers { next = min(next, answer.at) }
         if let settleAt { next = min(next, settleAt) }
+        if let nextHeartbeatAt { next = min(next, nextHeartbeatAt) }
+        if let heartbeatAnswer { next = min(next, heartbeatAnswer.at) }
         if let deadline = engine.nextDeadline() { next = min(next, max(deadline, now)) }
         if !healed { next = min(next, max(nextRevokeAt, now), start + horizon + 60 * 1_000_000_000) }
         if let crashAt { next = min(next, max(crashAt, now)) }
@@ -345,6 +360,7 @@ struct Simulation {
         closing = []
         commitAnswers = []  // the new process never hears them; what Kafka stored stays stored
         settleAt = nil  // a new member joins afresh
+        heartbeatAnswer = nil
         policyAnswers = []
         for partition in assignedOrder {
             epoch[partition, default: 0] += 1

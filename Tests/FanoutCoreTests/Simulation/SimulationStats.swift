@@ -26,6 +26,9 @@ struct SimulationStats: CustomStringConvertible {
     /// Token catch-ups reported for an earlier assignment of their partition.
     var staleCatchUps = 0
     var rebalancesSettled = 0
+    /// Heartbeats the member sent, and those whose answer started a rejoin (another member joined or left).
+    var heartbeats = 0
+    var heartbeatRejoins = 0
     var revokes = 0
     var crashes = 0
     /// Pushes that reached a device while Fanout saw a failure (written, answer lost).
@@ -78,6 +81,8 @@ struct SimulationStats: CustomStringConvertible {
         lookups += other.lookups
         staleCatchUps += other.staleCatchUps
         rebalancesSettled += other.rebalancesSettled
+        heartbeats += other.heartbeats
+        heartbeatRejoins += other.heartbeatRejoins
         revokes += other.revokes
         crashes += other.crashes
         ambiguousDeliveries += other.ambiguousDeliveries
@@ -98,7 +103,7 @@ struct SimulationStats: CustomStringConvertible {
           "events=\(events) steps=\(steps) sends=\(sends) p10=\(priority10) coalesced=\(coalescedSends) feedback=\(feedback) "
             + "pauses=\(pauses) resumes=\(resumes) fetchPauses=\(fetchPauses) laneFailures=\(laneFailures) losses=\(losses) revokesInFlight=\(revokesWithSendsInFlight) "
             + "sendsWhileClosing=\(sendsWhileClosing) commits=\(commits) refused=\(commitsRefused) unanswered=\(commitsUnanswered) "
-            + "lookups=\(lookups) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) laneFull=\(laneFull) "
+            + "lookups=\(lookups) heartbeats=\(heartbeats) heartbeatRejoins=\(heartbeatRejoins) staleCatchUps=\(staleCatchUps) revokes=\(revokes) crashes=\(crashes) ambiguous=\(ambiguousDeliveries) laneFull=\(laneFull) "
             + "endsOfPossiblyStartedDeadLettered=\(endsOfPossiblyStartedDeadLettered) endedForgotten=\(endedForgotten) stateSaves=\(stateSaves) stateTombstones=\(stateTombstones) stateRestored=\(stateRestored) watchesHandedOver=\(watchesHandedOver) pushToStartBudgetsHandedOver=\(pushToStartBudgetsHandedOver) drops=\(drops.sorted { $0.key < $1.key }) "
             + "deadLetters=\(deadLetters.sorted { $0.key < $1.key }) outcomes=\(outcomes.sorted { $0.key < $1.key })"
     }

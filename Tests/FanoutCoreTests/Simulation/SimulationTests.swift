@@ -51,6 +51,7 @@ import Testing
             // lookups, backpressure pauses and failing lanes.
             #expect(total.revokesWithSendsInFlight > 0 && total.losses > 0 && total.sendsWhileClosing > 0)
             #expect(total.commits > 0 && total.commitsRefused > 0 && total.commitsUnanswered > 0)
+            #expect(total.heartbeats > 0 && total.heartbeatRejoins > 0, "no heartbeat's answer started a rejoin")
             #expect(total.staleCatchUps > 0 && total.lookups > 0 && total.fetchPauses > 0 && total.laneFailures > 0)
             // The state changelog (odd seeds only, so only shards that hold some; issue 13): saved, deleted,
             // restored, and budgets held across handoffs.

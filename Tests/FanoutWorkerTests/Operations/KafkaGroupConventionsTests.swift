@@ -103,6 +103,19 @@ import Testing
         // A default for every librdkafka client reaches the producer too: dead letters reconnect as fast.
         #expect(settings.kafka["reconnect.backoff.max.ms"] == "1000" && settings.producerKafka["reconnect.backoff.max.ms"] == "1000")
     }
+
+    /// The engine offers no commit while a heartbeat's answer may be on its way (docs/design.md §4):
+    /// half the heartbeat interval, at most 500 ms, from the properties the consumer gets.
+    @Test func theHeartbeatAnswerWindowFollowsTheHeartbeatInterval() throws {
+        let ms: Int64 = 1_000_000
+        let defaults = WorkerSettings(configuration: FanoutConfiguration.defaults(), options: WorkerOptions(randomSeed: 1))
+        #expect(defaults.engine.heartbeatAnswerWindow == 500 * ms, "librdkafka's 3 s heartbeat: capped")
+        let fleet = WorkerSettings(configuration: FanoutConfiguration.defaults(),
+                                   options: WorkerOptions(extraKafkaProperties: ["heartbeat.interval.ms": "500"], randomSeed: 1))
+        #expect(fleet.engine.heartbeatAnswerWindow == 250 * ms)
+        #expect(WorkerSettings.heartbeatAnswerWindow(["heartbeat.interval.ms": "1"]) == 1 * ms, "never zero")
+        #expect(WorkerSettings.heartbeatAnswerWindow(["heartbeat.interval.ms": "soon"]) == 500 * ms)
+    }
 }
 
 /// `kafka.group_instance_id`: static membership, named per worker (e.g. from the pod name).
