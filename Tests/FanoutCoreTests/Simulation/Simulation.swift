@@ -86,8 +86,9 @@ struct Simulation {
     var channelPolicies: [String: ChannelStoragePolicy?] = [:]
     /// The group is rebalancing for this member (after a revoke or loss) until `settleAt`.
     var settleAt: Nanoseconds?
-    /// The member's heartbeats (with `commitInterval`): draws of their own, so they change nothing
-    /// else a seed does. Each answer comes within the answer window; some start a rejoin.
+    /// The member's heartbeats (half the seeds with `commitInterval`; a step each, so not all): draws
+    /// of their own, so they change nothing else a seed does. Each answer comes within the answer
+    /// window; some start a rejoin.
     var heartbeatRandom: SeededRandom
     var heartbeatInterval: Nanoseconds = 0
     var nextHeartbeatAt: Nanoseconds?
@@ -125,7 +126,8 @@ struct Simulation {
         // Now and then a worker whose APNs clients carry only a few sends at once per lane.
         if random.chance(0.3) { configuration.sendCapacityPerLane = [1 + random.below(8), 1 + random.below(4)] }
         heartbeatRandom = SeededRandom(seed: seed ^ 0x4845_4152_5442_4541)
-        if configuration.commitInterval != nil {
+        let heartbeats = heartbeatRandom.chance(0.5)
+        if configuration.commitInterval != nil && heartbeats {
             // As the worker sets it (WorkerSettings.heartbeatAnswerWindow): half the interval, at most 500 ms.
             heartbeatInterval = heartbeatRandom.between(200, 3_000) * 1_000_000
             configuration.heartbeatAnswerWindow = min(500_000_000, heartbeatInterval / 2)
