@@ -134,24 +134,32 @@ final class WorkerCore: Sendable {
 
     // MARK: Tokens
 
+    /// Decodes the records outside the lock (as intake decodes events), then applies them under one:
+    /// the token thread catching up on a partition holds the engine only to apply, never to parse.
     func applyTokenRecords(_ messages: [KafkaMessage]) {
         guard !messages.isEmpty else { return }
+        var updates: [(partition: Int32, key: String, update: TokenRecord.Update)] = []
+        updates.reserveCapacity(messages.count)
+        for message in messages {
+            guard let keyBytes = message.key else {
+                let detail = "token record at \(message.topic)/\(message.partition)/\(message.offset) has no key"
+                updates.append((message.partition, "", .rejected(EventRejection(.missingTarget, detail))))
+                continue
+            }
+            updates.append((message.partition, String(decoding: keyBytes, as: UTF8.self),
+                            TokenRecord.update(from: message.value, apps: settings.appNames)))
+        }
         let now = clock.now()
         var actions: [EngineAction] = []
         var rejected: [(String, EventRejection)] = []
         let registrySize: Int = state.withLock { state in
-            for message in messages {
+            for (partition, key, update) in updates {
                 // The token thread may still apply a batch of a partition the intake thread just revoked.
-                guard state.engine.load(of: PartitionID(topic: topics.activityUpdates, partition: message.partition)) != nil else { continue }
-                guard let keyBytes = message.key else {
-                    rejected.append(("", EventRejection(.missingTarget, "token record at \(message.topic)/\(message.partition)/\(message.offset) has no key")))
-                    continue
-                }
-                let key = String(decoding: keyBytes, as: UTF8.self)
-                switch TokenRecord.update(from: message.value, apps: settings.appNames) {
+                guard state.engine.load(of: PartitionID(topic: topics.activityUpdates, partition: partition)) != nil else { continue }
+                switch update {
                 case .register(let record):
                     state.summary.tokenUpdates += 1
-                    state.engine.tokenRegistered(key: key, record: record, partition: message.partition, now: now, into: &actions)
+                    state.engine.tokenRegistered(key: key, record: record, partition: partition, now: now, into: &actions)
                 case .tombstone:
                     state.summary.tokenUpdates += 1
                     state.engine.tokenRemoved(key: key)
