@@ -19,10 +19,15 @@ struct ProviderTokenTests {
             #expect(response.status == 403, "\(name)")
             #expect(response.reason == "InvalidProviderToken", "\(name)")
         }
-        // A tampered signature over a valid token.
-        var tampered = harness.jwt
-        tampered.removeLast(2)
-        tampered += tampered.hasSuffix("AA") ? "BB" : "AA"
+        // A tampered signature over a valid token: its first character replaced, so the signature's first
+        // byte changes. (Replacing its last two characters left it intact about once in 256 keys: when
+        // they were already the replacement, or differed only in the final character's unused bits.)
+        var parts = harness.jwt.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        #expect(parts.count == 3)
+        let first = try #require(parts[2].first)
+        parts[2] = (first == "A" ? "B" : "A") + parts[2].dropFirst()
+        let tampered = parts.joined(separator: ".")
+        #expect(tampered != harness.jwt)
         let response = try await harness.devicePush(headers: harness.pushHeaders(["authorization": "bearer \(tampered)"]))
         #expect(response.reason == "InvalidProviderToken")
     }
