@@ -152,3 +152,11 @@ extension EngineConfiguration {
         }
     }
 }
+
+extension EngineConfiguration {
+    /// `heartbeatAnswerWindow` for a member heartbeating every `heartbeatInterval` (docs/design.md §4):
+    /// half of it, at most 500 ms, at least 1 ms, so commits always have a window between heartbeats.
+    public static func heartbeatAnswerWindow(heartbeatInterval: Nanoseconds) -> Nanoseconds {
+        max(.milliseconds(1), min(.milliseconds(500), heartbeatInterval / 2))
+    }
+}

@@ -56,11 +56,11 @@ struct WorkerSettings: Sendable {
 
     static func nanoseconds(_ duration: Duration) -> Nanoseconds { Nanoseconds(duration) }
 
-    /// How long a heartbeat's answer may take to arrive and be acted on (docs/design.md §4): half the
-    /// heartbeat interval (librdkafka's default 3 s), at most 500 ms, so commits always have a window.
+    /// How long a heartbeat's answer may take to arrive and be acted on, for the consumer's
+    /// `heartbeat.interval.ms` (librdkafka's default 3 s): `EngineConfiguration.heartbeatAnswerWindow`.
     static func heartbeatAnswerWindow(_ kafka: [String: String]) -> Nanoseconds {
         let interval = kafka["heartbeat.interval.ms"].flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 3_000
-        return max(.milliseconds(1), min(.milliseconds(500), .milliseconds(interval) / 2))
+        return EngineConfiguration.heartbeatAnswerWindow(heartbeatInterval: .milliseconds(interval))
     }
 
     static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }

@@ -128,9 +128,8 @@ struct Simulation {
         heartbeatRandom = SeededRandom(seed: seed ^ 0x4845_4152_5442_4541)
         let heartbeats = heartbeatRandom.chance(0.5)
         if configuration.commitInterval != nil && heartbeats {
-            // As the worker sets it (WorkerSettings.heartbeatAnswerWindow): half the interval, at most 500 ms.
             heartbeatInterval = heartbeatRandom.between(200, 3_000) * 1_000_000
-            configuration.heartbeatAnswerWindow = min(500_000_000, heartbeatInterval / 2)
+            configuration.heartbeatAnswerWindow = EngineConfiguration.heartbeatAnswerWindow(heartbeatInterval: heartbeatInterval)
             nextHeartbeatAt = start + heartbeatRandom.between(0, heartbeatInterval / 1_000_000) * 1_000_000
         }
         engine = FanoutEngine(configuration: configuration)
