@@ -70,4 +70,35 @@ import Testing
         #expect(harness.simulator.stats().requests == 2)
         await client.shutdown(deadline: .now + .seconds(5))
     }
+
+    /// A rebalance withdraws thousands of queued sends at once, ahead of the sends of kept partitions,
+    /// while the connections may be probing (one stream each: fresh, or after a request timeout). The
+    /// withdrawn ones take no stream: the kept sends behind them go out in the same pass, not after
+    /// the withdrawn ones trickled out one per connection per wait of the client's loop.
+    @Test(arguments: APNsClientConfiguration.Transport.allCases)
+    func sendsWithdrawnAheadOfOthersDoNotHoldThemUp(transport: APNsClientConfiguration.Transport) async throws {
+        let harness = try SimulatorHarness()
+        let gate = TestGate()
+        gate.refused.withLock { $0 = [1] }
+        gate.open.store(false, ordering: .releasing)
+        // Fresh: each of the two connections takes one request (the probe) until it is answered.
+        let client = try harness.client(transport, gate: gate)
+        let results = Mutex<[Int: APNsResult]>([:])
+        let withdrawn = 3000
+        for n in 0..<(withdrawn + 4) {
+            try client.send(try TestApps.push(n), permit: WritePermit(assignment: n < withdrawn ? 1 : 2)) { result in
+                results.withLock { $0[n] = result }
+            }
+        }
+        #expect(try await eventually { client.stats.queued == withdrawn + 4 })
+        gate.open.store(true, ordering: .releasing)
+        client.wake()
+        // Before the change: two withdrawn a second, so 25 minutes before the kept sends went.
+        #expect(try await eventually { results.withLock { $0.count } == withdrawn + 4 }, "every request is completed")
+        let answered = results.withLock { $0 }
+        #expect((0..<withdrawn).allSatisfy { APNsClient.isWithdrawn(answered[$0]!) })
+        #expect((withdrawn..<(withdrawn + 4)).allSatisfy { answered[$0]!.outcome == .delivered })
+        #expect(harness.simulator.stats().accepted == 4)
+        await client.shutdown(deadline: .now + .seconds(5))
+    }
 }

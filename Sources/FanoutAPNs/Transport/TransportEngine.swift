@@ -42,15 +42,20 @@ struct Dispatcher<Connection: PooledConnection> {
 
     /// Takes as many submissions from `queue` as the bounds allow and hands each to `start` with its
     /// connection and token (or completes it with the configuration error that keeps it from being
-    /// signed). Returns whether room is left.
+    /// signed). Returns whether room is left (then the queue is empty).
     ///
     /// The free slots are counted once, before anything is taken, and only as many submissions as
-    /// there are free slots are taken: each is placed on a connection with a slot left in that count,
-    /// so every submission taken has a connection (by construction, whatever `start` does).
+    /// there are free slots are started: each is placed on a connection with a slot left in that count,
+    /// so every submission started has a connection (by construction, whatever `start` does).
     ///
     /// The `WriteGate` is asked here, the last step before a request goes on the wire: while it is
     /// closed nothing is taken (returns false: no room, so the loop sleeps until woken); a submission
-    /// whose permit it no longer admits completes as `.withdrawn` without being written.
+    /// whose permit it no longer admits completes as `.withdrawn` without being written. A submission
+    /// completed without being started (withdrawn, or its token cannot be signed) takes no slot: more
+    /// are taken in its place until the room is used or the queue is empty. Counted against the room,
+    /// the sends a rebalance withdraws (thousands at once, queued ahead of the kept partitions' sends)
+    /// left one per free slot per wait of the loop: with a probing connection's single slot, two a
+    /// second, while the sends behind them waited (FleetTests' SIGSTOP run under ThreadSanitizer).
     mutating func dispatch(from queue: SubmissionQueue, into batch: inout [Submission], inFlight: Int, now: ContinuousClock.Instant,
                            start: (Submission, Connection, ProviderTokenCache.Token) -> Void) -> Bool {
         var slots = 0
@@ -61,43 +66,48 @@ struct Dispatcher<Connection: PooledConnection> {
         let room = min(maxInFlight - inFlight, slots)
         guard room > 0 else { return false }
         if let gate, !gate.isOpen() { return false }
-        batch.removeAll(keepingCapacity: true)
-        queue.take(upTo: room, into: &batch)
+        var started = 0
         // One batch is signed by one or a few keys: the cache (a lock and a hash of both ids) is asked
-        // again only when the key changes within the batch.
+        // again only when the key changes.
         var signed: (credentials: APNsCredentials, token: ProviderTokenCache.Token)?
-        for submission in batch {
-            if let permit = submission.permit, let gate, !gate.admits(permit) {
-                submission.completion(.failure(.withdrawn))
-                continue
-            }
-            let token: ProviderTokenCache.Token
-            do {
-                if let signed, signed.credentials.keyID == submission.credentials.keyID,
-                   signed.credentials.teamID == submission.credentials.teamID {
-                    token = signed.token
-                } else {
-                    token = try tokenCache.token(for: submission.credentials)
-                    signed = (submission.credentials, token)
+        while started < room {
+            batch.removeAll(keepingCapacity: true)
+            queue.take(upTo: room - started, into: &batch)
+            if batch.isEmpty { break }
+            for submission in batch {
+                if let permit = submission.permit, let gate, !gate.admits(permit) {
+                    submission.completion(.failure(.withdrawn))
+                    continue
                 }
-            } catch {
-                // docs/design.md §4: a configuration error, not a transport failure to retry forever. The
-                // error describes the key problem (OpenSSL's reason), never the key or a JWT.
-                let credentials = submission.credentials
-                submission.completion(.failure(.cannotSignProviderToken(teamID: credentials.teamID, keyID: credentials.keyID,
-                                                                        reason: "\(error)")))
-                continue
+                let token: ProviderTokenCache.Token
+                do {
+                    if let signed, signed.credentials.keyID == submission.credentials.keyID,
+                       signed.credentials.teamID == submission.credentials.teamID {
+                        token = signed.token
+                    } else {
+                        token = try tokenCache.token(for: submission.credentials)
+                        signed = (submission.credentials, token)
+                    }
+                } catch {
+                    // docs/design.md §4: a configuration error, not a transport failure to retry forever. The
+                    // error describes the key problem (OpenSSL's reason), never the key or a JWT.
+                    let credentials = submission.credentials
+                    submission.completion(.failure(.cannotSignProviderToken(teamID: credentials.teamID, keyID: credentials.keyID,
+                                                                            reason: "\(error)")))
+                    continue
+                }
+                var best = -1
+                for index in connections.indices where free[index] > 0 {
+                    if best < 0 || connections[index].inFlight < connections[best].inFlight { best = index }
+                }
+                // Σ free ≥ room > started: each start uses one slot of that sum.
+                precondition(best >= 0, "dispatch started more submissions than it counted free slots")
+                free[best] -= 1
+                started += 1
+                start(submission, connections[best], token)
             }
-            var best = -1
-            for index in connections.indices where free[index] > 0 {
-                if best < 0 || connections[index].inFlight < connections[best].inFlight { best = index }
-            }
-            // Σ free ≥ room ≥ batch.count and each placement uses one slot of that sum.
-            precondition(best >= 0, "dispatch took more submissions than it counted free slots")
-            free[best] -= 1
-            start(submission, connections[best], token)
         }
-        return room > batch.count
+        return started < room
     }
 }
 
