@@ -42,13 +42,13 @@ final class SimulatorHarness: Sendable {
     func client(_ transport: APNsClientConfiguration.Transport = .curl, connections: Int = 2, maxInFlight: Int = 1000,
                 maxQueued: Int = 20_000, key: P256PrivateKey? = nil, keyID: String = TestApps.keyID, management: Bool = false,
                 upkeepInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
-                gate: (any WriteGate)? = nil) throws -> APNsClient {
+                requestTimeout: Duration = .seconds(30), gate: (any WriteGate)? = nil) throws -> APNsClient {
         var configuration = APNsClientConfiguration(
             endpoint: .custom(baseURL: management ? simulator.managementURL : simulator.deviceURL,
                               caFile: simulator.caCertificatePath),
             credentials: [TestApps.bundleID: APNsCredentials(teamID: TestApps.teamID, keyID: keyID, key: key ?? self.key)],
             connections: connections, maxConcurrentStreamsPerConnection: 500, maxInFlight: maxInFlight,
-            maxQueued: maxQueued, requestTimeout: .seconds(30), upkeepInterval: upkeepInterval, pingTimeout: pingTimeout,
+            maxQueued: maxQueued, requestTimeout: requestTimeout, upkeepInterval: upkeepInterval, pingTimeout: pingTimeout,
             reconnectBackoff: (.milliseconds(10), .milliseconds(200)), tokenCache: cache, transport: transport)
         configuration.writeGate = gate
         return try APNsClient(configuration: configuration)

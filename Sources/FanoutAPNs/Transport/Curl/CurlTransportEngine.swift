@@ -89,6 +89,17 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             if completedSome { completeFinished() }
             // After libcurl's own ends are completed, so a transfer that finished in this pass is not
             // also reported as timed out (the second report would match nothing).
+            // A thread that did not run for a while (stopped, swapped out, starved, a slow completion)
+            // finds deadlines passed with the answers already in its sockets: libcurl reads on before
+            // anything is timed out, so that only requests APNs left unanswered time out, not accepted
+            // pushes that would then be sent again.
+            if let earliest = deadlines.earliestDeadline, now >= earliest {
+                for connection in connections where connection.inFlight > 0 { connection.perform(into: &done) }
+                if !done.isEmpty {
+                    completedSome = true
+                    completeFinished()
+                }
+            }
             let moreDue = expireDeadlines(now: now)
             if !done.isEmpty {
                 completedSome = true

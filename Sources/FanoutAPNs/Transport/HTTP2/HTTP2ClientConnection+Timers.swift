@@ -29,6 +29,14 @@ extension HTTP2ClientConnection {
         }
         guard now >= nextStreamScan else { return }
         nextStreamScan = now + Self.streamScanInterval
+        // A process that did not run for a while (stopped, swapped out, starved) finds deadlines
+        // passed with the answers already in its socket: those are read first, so that only requests
+        // APNs left unanswered time out, not accepted pushes that would then be sent again.
+        if let earliest = deadlines.earliestDeadline, now >= earliest, state == .ready || state == .draining {
+            _ = readAll(now: now)
+            // It failed or closed while reading: its streams are ended already.
+            guard state == .ready || state == .draining else { return }
+        }
         // Only the due entries are visited (at most `deadlineScanLimit` a scan; more due: scan again
         // at once). An entry whose request was answered is dropped; one still carried is timed out
         // where it is: on the wire, or still waiting for the connection.

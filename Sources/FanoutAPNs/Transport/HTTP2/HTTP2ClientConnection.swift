@@ -174,7 +174,7 @@ final class HTTP2ClientConnection: PooledConnection {
     }
 
     /// Feeds everything readable to nghttp2. False when the connection closed.
-    private func readAll(now: ContinuousClock.Instant) -> Bool {
+    func readAll(now: ContinuousClock.Instant) -> Bool {
         guard let tls, let session else { return false }
         readWaitsForWritable = false
         while state == .ready || state == .draining {
