@@ -87,8 +87,6 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             }
             var completedSome = !done.isEmpty
             if completedSome { completeFinished() }
-            // After libcurl's own ends are completed, so a transfer that finished in this pass is not
-            // also reported as timed out (the second report would match nothing).
             // A thread that did not run for a while (stopped, swapped out, starved, a slow completion)
             // finds deadlines passed with the answers already in its sockets: libcurl reads on before
             // anything is timed out, so that only requests APNs left unanswered time out, not accepted
@@ -100,6 +98,8 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
                     completeFinished()
                 }
             }
+            // After libcurl's own ends are completed, so a transfer that finished in this pass is not
+            // also reported as timed out (the second report would match nothing).
             let moreDue = expireDeadlines(now: now)
             if !done.isEmpty {
                 completedSome = true
