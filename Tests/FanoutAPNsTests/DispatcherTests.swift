@@ -44,44 +44,50 @@ import Testing
         return queue
     }
 
-    @Test func oneProbingSlotPerConnectionStillClearsEveryWithdrawnSendInOnePass() throws {
-        // Two probing connections (one slot each), as after a request timeout; 1500 sends of a lost
-        // partition queued ahead of 5 of a kept one.
-        let connections = [Connection(slots: 1), Connection(slots: 1)]
+    /// What one dispatch pass did.
+    struct Pass {
+        var withdrawn: [Int]
+        /// Each started submission's place in the queue and the connection it went to.
+        var started: [(index: Int, connection: Int)]
+        var spare: Bool
+        var stillQueued: Int
+        var inFlight: [Int]
+    }
+
+    /// One pass over `refused` sends of a lost partition queued ahead of `admitted` of a kept one.
+    private static func pass(slots: [Int], refused: Int, admitted: Int) throws -> Pass {
+        let connections = slots.map { Connection(slots: $0) }
         var dispatcher = Dispatcher(connections: connections, maxInFlight: 1000, tokenCache: ProviderTokenCache(),
                                     gate: RefusingGate(refusing: 1))
         let ends = Ends()
-        let queue = try Self.queue(refused: 1500, admitted: 5, ends: ends)
+        let queue = try Self.queue(refused: refused, admitted: admitted, ends: ends)
         var batch: [Submission] = []
         var started: [(index: Int, connection: Int)] = []
         let spare = dispatcher.dispatch(from: queue, into: &batch, inFlight: 0, now: .now) { submission, connection, _ in
             connection.inFlight += 1
-            let index = (0..<1505).first { TestApps.updatePayload($0) == submission.request.body } ?? -1
+            let index = (refused..<(refused + admitted)).first { TestApps.updatePayload($0) == submission.request.body } ?? -1
             started.append((index, connections.firstIndex { $0 === connection }!))
         }
-        #expect(ends.withdrawn.withLock { $0 } == Array(0..<1500), "every withdrawn send completes in the first pass, in order")
-        #expect(started.map(\.index) == [1500, 1501], "then a send per free slot")
-        #expect(Set(started.map(\.connection)) == [0, 1], "one on each connection")
-        #expect(!spare, "the slots are used")
-        #expect(queue.count == 3, "the rest stays queued for the next pass")
+        return Pass(withdrawn: ends.withdrawn.withLock { $0 }, started: started, spare: spare, stillQueued: queue.count,
+                    inFlight: connections.map(\.inFlight))
+    }
+
+    @Test func oneProbingSlotPerConnectionStillClearsEveryWithdrawnSendInOnePass() throws {
+        // Two probing connections (one slot each), as after a request timeout.
+        let pass = try Self.pass(slots: [1, 1], refused: 1500, admitted: 5)
+        #expect(pass.withdrawn == Array(0..<1500), "every withdrawn send completes in the first pass, in order")
+        #expect(pass.started.map(\.index) == [1500, 1501], "then a send per free slot")
+        #expect(Set(pass.started.map(\.connection)) == [0, 1], "one on each connection")
+        #expect(!pass.spare, "the slots are used")
+        #expect(pass.stillQueued == 3, "the rest stays queued for the next pass")
     }
 
     @Test func withdrawnSendsLeaveTheRoomToTheOthersAndTheQueueEmpty() throws {
-        let connections = [Connection(slots: 500), Connection(slots: 500)]
-        var dispatcher = Dispatcher(connections: connections, maxInFlight: 1000, tokenCache: ProviderTokenCache(),
-                                    gate: RefusingGate(refusing: 1))
-        let ends = Ends()
-        let queue = try Self.queue(refused: 2000, admitted: 300, ends: ends)
-        var batch: [Submission] = []
-        var started = 0
-        let spare = dispatcher.dispatch(from: queue, into: &batch, inFlight: 0, now: .now) { _, connection, _ in
-            connection.inFlight += 1
-            started += 1
-        }
-        #expect(ends.withdrawn.withLock { $0.count } == 2000)
-        #expect(started == 300)
-        #expect(spare, "room is left: the queue is empty")
-        #expect(queue.count == 0)
-        #expect(connections.map(\.inFlight) == [150, 150], "spread over the least loaded")
+        let pass = try Self.pass(slots: [500, 500], refused: 2000, admitted: 300)
+        #expect(pass.withdrawn.count == 2000)
+        #expect(pass.started.map(\.index) == Array(2000..<2300), "in queue order")
+        #expect(pass.spare, "room is left: the queue is empty")
+        #expect(pass.stillQueued == 0)
+        #expect(pass.inFlight == [150, 150], "spread over the least loaded")
     }
 }
