@@ -52,10 +52,8 @@ struct Dispatcher<Connection: PooledConnection> {
     /// closed nothing is taken (returns false: no room, so the loop sleeps until woken); a submission
     /// whose permit it no longer admits completes as `.withdrawn` without being written. A submission
     /// completed without being started (withdrawn, or its token cannot be signed) takes no slot: more
-    /// are taken in its place until the room is used or the queue is empty. Counted against the room,
-    /// the sends a rebalance withdraws (thousands at once, queued ahead of the kept partitions' sends)
-    /// left one per free slot per wait of the loop: with a probing connection's single slot, two a
-    /// second, while the sends behind them waited (FleetTests' SIGSTOP run under ThreadSanitizer).
+    /// are taken in its place until the room is used or the queue is empty, so the thousands of sends a
+    /// rebalance withdraws clear in one pass, even through probing connections' single slots.
     mutating func dispatch(from queue: SubmissionQueue, into batch: inout [Submission], inFlight: Int, now: ContinuousClock.Instant,
                            start: (Submission, Connection, ProviderTokenCache.Token) -> Void) -> Bool {
         var slots = 0
@@ -67,8 +65,6 @@ struct Dispatcher<Connection: PooledConnection> {
         guard room > 0 else { return false }
         if let gate, !gate.isOpen() { return false }
         var started = 0
-        // One batch is signed by one or a few keys: the cache (a lock and a hash of both ids) is asked
-        // again only when the key changes.
         var signed: (credentials: APNsCredentials, token: ProviderTokenCache.Token)?
         while started < room {
             batch.removeAll(keepingCapacity: true)
@@ -79,35 +75,47 @@ struct Dispatcher<Connection: PooledConnection> {
                     submission.completion(.failure(.withdrawn))
                     continue
                 }
-                let token: ProviderTokenCache.Token
-                do {
-                    if let signed, signed.credentials.keyID == submission.credentials.keyID,
-                       signed.credentials.teamID == submission.credentials.teamID {
-                        token = signed.token
-                    } else {
-                        token = try tokenCache.token(for: submission.credentials)
-                        signed = (submission.credentials, token)
-                    }
-                } catch {
-                    // docs/design.md §4: a configuration error, not a transport failure to retry forever. The
-                    // error describes the key problem (OpenSSL's reason), never the key or a JWT.
-                    let credentials = submission.credentials
-                    submission.completion(.failure(.cannotSignProviderToken(teamID: credentials.teamID, keyID: credentials.keyID,
-                                                                            reason: "\(error)")))
-                    continue
-                }
-                var best = -1
-                for index in connections.indices where free[index] > 0 {
-                    if best < 0 || connections[index].inFlight < connections[best].inFlight { best = index }
-                }
+                guard let token = providerToken(for: submission, reusing: &signed) else { continue }
                 // Σ free ≥ room > started: each start uses one slot of that sum.
-                precondition(best >= 0, "dispatch started more submissions than it counted free slots")
+                let best = leastLoadedWithFreeSlot()
                 free[best] -= 1
                 started += 1
                 start(submission, connections[best], token)
             }
         }
         return started < room
+    }
+
+    /// The token `submission` is signed with, or nil after completing it with the configuration error
+    /// that keeps it from being signed. A pass is signed by one or a few keys: the cache (a lock and a
+    /// hash of both ids) is asked again only when the key changes (`signed` is the last one).
+    private func providerToken(for submission: Submission,
+                               reusing signed: inout (credentials: APNsCredentials, token: ProviderTokenCache.Token)?) -> ProviderTokenCache.Token? {
+        let credentials = submission.credentials
+        if let signed, signed.credentials.keyID == credentials.keyID, signed.credentials.teamID == credentials.teamID {
+            return signed.token
+        }
+        do {
+            let token = try tokenCache.token(for: credentials)
+            signed = (credentials, token)
+            return token
+        } catch {
+            // docs/design.md §4: a configuration error, not a transport failure to retry forever. The
+            // error describes the key problem (OpenSSL's reason), never the key or a JWT.
+            submission.completion(.failure(.cannotSignProviderToken(teamID: credentials.teamID, keyID: credentials.keyID,
+                                                                    reason: "\(error)")))
+            return nil
+        }
+    }
+
+    /// The connection with a free slot left in this pass's count that carries the fewest requests.
+    private func leastLoadedWithFreeSlot() -> Int {
+        var best = -1
+        for index in connections.indices where free[index] > 0 {
+            if best < 0 || connections[index].inFlight < connections[best].inFlight { best = index }
+        }
+        precondition(best >= 0, "dispatch started more submissions than it counted free slots")
+        return best
     }
 }
 
