@@ -39,7 +39,7 @@ struct WorkerSettings: Sendable {
         var properties = configuration.kafka.properties
         properties["bootstrap.servers"] = configuration.kafka.bootstrapServers
         for (name, value) in options.extraKafkaProperties { properties[name] = value }
-        kafka = KafkaConfiguration(properties)
+        kafka = KafkaConfiguration(properties.filter { !FanoutConfiguration.producerOnlyKafkaProperties.contains($0.key) })
         producerKafka = KafkaConfiguration(properties.filter { !FanoutConfiguration.consumerOnlyKafkaProperties.contains($0.key) })
     }
 

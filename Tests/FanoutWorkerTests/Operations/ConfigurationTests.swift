@@ -72,7 +72,7 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
         #expect(config.apps[0].environment == .production)
         #expect(config.apps[0].frequentUpdates == false)
         #expect(config.kafka.properties == ["fetch.wait.max.ms": "10", "isolation.level": "read_committed", "reconnect.backoff.max.ms": "1000",
-                                            "queued.max.messages.kbytes": "16384"])
+                                            "queued.max.messages.kbytes": "16384", "linger.ms": "50"])
         #expect(config.backpressure.maxInFlight == 20_000)
         #expect(config.apns.activity.maxQueued >= config.backpressure.maxInFlight - config.apns.activity.maxInFlight)
     }
@@ -148,6 +148,7 @@ func loadError(_ path: String?, _ environment: [String: String] = [:]) -> Config
             "isolation.level": "read_committed",   // defaults the file did not restate
             "reconnect.backoff.max.ms": "1000",
             "queued.max.messages.kbytes": "16384",
+            "linger.ms": "50",
         ])
         let described = config.describe()
         #expect(!described.contains("s3cr3t-env"))

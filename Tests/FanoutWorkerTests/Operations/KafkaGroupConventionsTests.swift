@@ -100,6 +100,8 @@ import Testing
         #expect(settings.producerKafka["isolation.level"] == nil && settings.producerKafka["fetch.wait.max.ms"] == nil
                 && settings.producerKafka["queued.max.messages.kbytes"] == nil)
         #expect(settings.producerKafka["bootstrap.servers"] == settings.kafka["bootstrap.servers"])
+        // The producer's batching default stays off the consumers ("is a producer property and will be ignored").
+        #expect(settings.producerKafka["linger.ms"] == "50" && settings.kafka["linger.ms"] == nil)
         // A default for every librdkafka client reaches the producer too: dead letters reconnect as fast.
         #expect(settings.kafka["reconnect.backoff.max.ms"] == "1000" && settings.producerKafka["reconnect.backoff.max.ms"] == "1000")
     }
