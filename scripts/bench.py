@@ -581,7 +581,7 @@ class Bench:
         allocator = self.allocator(stack)
         self.note(workload, f"worker ({allocator}): consumed {sums.get('fanout_events_consumed_total', 0):.0f}, delivered {delivered:.0f}, "
                             f"sends retried {retried:.0f}, dead letters {sums.get('fanout_dead_letters_total', 0):.0f}, "
-                            f"commits {sums.get('fanout_offset_commits_total', 0):.0f}, partition pauses {pauses}; "
+                            f"commits by the last ack {sums.get('fanout_offset_commits_total', 0):.0f}, partition pauses {pauses}; "
                             f"CPU {cpu or 0:.1f} s over {elapsed:.1f} s; peak RSS {(hwm or 0) / 1024:.0f} MiB; "
                             f"SIGTERM → exit {code} in {stop_seconds:.1f} s")
         if errors:
