@@ -51,6 +51,10 @@ public final class APNsClient: Sendable {
         /// request holding its ticket, so a stale one completes nothing and is counted here. Should
         /// stay 0; anything else is a transport bug worth a metric and an alert, never a lost or doubled completion.
         public var unmatchedEnds: Int = 0
+        /// Times a connection was put into backoff by a failure (reset, GOAWAY that lost requests, TLS,
+        /// no answer to a PING or to a request while nothing else was answered either). A request that
+        /// timed out while its connection answered others is not one: that connection keeps its streams.
+        public var connectionBackoffs: Int = 0
     }
 
     /// A GOAWAY frame as received: the HTTP/2 error code (0 is NO_ERROR), the last stream the server
@@ -160,7 +164,8 @@ public final class APNsClient: Sendable {
               pingsAcknowledged: counters.pingsAcknowledged.load(ordering: .relaxed),
               serverMaxConcurrentStreams: Optional(counters.serverMaxConcurrentStreams.load(ordering: .relaxed)).flatMap { $0 < 0 ? nil : $0 },
               lastGoAway: counters.lastGoAway.withLock { $0 },
-              unmatchedEnds: counters.unmatchedEnds.load(ordering: .relaxed))
+              unmatchedEnds: counters.unmatchedEnds.load(ordering: .relaxed),
+              connectionBackoffs: counters.connectionBackoffs.load(ordering: .relaxed))
     }
 
     static func result(for error: APNsClientError) -> APNsResult {

@@ -118,7 +118,7 @@ import Testing
         // Only what was due was visited: the three streams a hour away keep their entries.
         #expect(connection.deadlines.count == 3)
         for report in sink.ended {
-            guard case .transportFailed(let text) = report.end else { Issue.record("\(report.end)"); continue }
+            guard case .timedOut(let text) = report.end else { Issue.record("\(report.end)"); continue }
             #expect(text.contains("request timeout"))
             #expect(report.ticket == report.stream.carried.ticket)
         }

@@ -210,6 +210,41 @@ import FanoutCrypto
         #expect(gate.capacity(inFlight: 0, now: start) == 100)
     }
 
+    /// One request APNs leaves unanswered while it answers the others is that request's problem: it
+    /// fails as retry, and the connection keeps its streams (no backoff, no probe).
+    @Test func requestTimeoutWhileTheConnectionAnswersOthersKeepsItOpen() {
+        var gate = gate()
+        gate.completed(.response(authenticated: true), epoch: gate.dispatched(now: start), now: start, jitter: 1)
+        let slow = gate.dispatched(now: start + .milliseconds(10))
+        let quick = gate.dispatched(now: start + .milliseconds(20))
+        gate.completed(.response(authenticated: true), epoch: quick, now: start + .milliseconds(30), jitter: 1)
+        let backedOff = gate.completed(.requestTimedOut(dispatchedAt: start + .milliseconds(10)), epoch: slow,
+                                       now: start + .seconds(10), jitter: 1)
+        #expect(!backedOff)
+        #expect(gate.backoffDeadline == nil)
+        #expect(gate.consecutiveFailures == 0)
+        #expect(gate.capacity(inFlight: 0, now: start + .seconds(10)) == 100)
+    }
+
+    /// A timeout with nothing answered since the request left means the connection is presumed dead:
+    /// on an open connection (answers before the request do not count) and on a probe alike.
+    @Test func requestTimeoutWithNoAnswerSinceTheRequestLeftBacksOff() {
+        var gate = gate()
+        gate.completed(.response(authenticated: true), epoch: gate.dispatched(now: start), now: start, jitter: 1)
+        let unanswered = gate.dispatched(now: start + .milliseconds(10))
+        let backedOff = gate.completed(.requestTimedOut(dispatchedAt: start + .milliseconds(10)), epoch: unanswered,
+                                       now: start + .seconds(10), jitter: 1)
+        #expect(backedOff)
+        #expect(gate.backoffDeadline == start + .seconds(10) + .milliseconds(100))
+        // After the backoff: the probe times out too, and the answers of the old connection are forgotten.
+        let later = start + .seconds(11)
+        #expect(gate.capacity(inFlight: 0, now: later) == 1)
+        let probe = gate.dispatched(now: later)
+        let probeBackedOff = gate.completed(.requestTimedOut(dispatchedAt: later), epoch: probe, now: later + .seconds(10), jitter: 1)
+        #expect(probeBackedOff)
+        #expect(gate.consecutiveFailures == 2)
+    }
+
     @Test func jitterIsDrawnOnlyWhenTheConnectionBacksOff() {
         // Every answer passes through here on the transport thread; the system generator is a syscall.
         var gate = gate()

@@ -216,6 +216,26 @@ func sendAll(_ client: APNsClient, count: Int, token: (Int) -> String = { _ in T
         let delivered = results.filter { $0.outcome == .delivered }.count
         #expect(retried + delivered == 2000)
         #expect(retried > 0, "resets must surface as retry")
+        #expect(client.stats.connectionBackoffs > 0, "a reset connection backs off before the next one")
+        await client.shutdown(deadline: .now + .seconds(5))
+    }
+
+    /// Requests APNs answers late, while it answers others on the same connection, time out one by one
+    /// (each a retry) without taking the connection down: no backoff, no probe, the rest delivered.
+    @Test(arguments: transports) func slowAnswersTimeOutAloneWhileTheConnectionAnswersOthers(transport: APNsClientConfiguration.Transport) async throws {
+        let harness = try SimulatorHarness()
+        let client = try harness.client(transport, connections: 1, requestTimeout: .seconds(1))
+        // Opened and authenticated first, so the probe is not among the slow ones.
+        #expect(try await sendAll(client, count: 5).allSatisfy { $0.outcome == .delivered })
+        // Answers spread over 0–2 s: about half come after the 1 s timeout, with answers to others in between.
+        try harness.simulator.setFaults(APNsSimulatorFaults(latencyMillis: 0, latencyJitterMillis: 2000))
+        let results = try await sendAll(client, count: 300)
+        let timedOut = results.filter { $0.transportFailure?.contains("(request timeout)") == true }
+        let delivered = results.filter { $0.outcome == .delivered }
+        #expect(timedOut.allSatisfy { if case .retry = $0.outcome { true } else { false } })
+        #expect(timedOut.count + delivered.count == 300, "\(results.first { $0.outcome != .delivered && $0.transportFailure?.contains("(request timeout)") != true }.map { "\($0)" } ?? "")")
+        #expect(!timedOut.isEmpty && !delivered.isEmpty, "\(timedOut.count) timed out, \(delivered.count) delivered")
+        #expect(client.stats.connectionBackoffs == 0, "\(client.stats)")
         await client.shutdown(deadline: .now + .seconds(5))
     }
 

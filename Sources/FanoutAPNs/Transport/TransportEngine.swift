@@ -129,6 +129,8 @@ final class APNsClientCounters: Sendable {
     let pingsAcknowledged = Atomic<Int>(0)
     /// End reports whose ticket matched no request in flight, and completed nothing (should stay 0).
     let unmatchedEnds = Atomic<Int>(0)
+    /// Connection failures that put a connection into backoff (`ConnectionGate`), all connections.
+    let connectionBackoffs = Atomic<Int>(0)
     let serverMaxConcurrentStreams = Atomic<Int>(-1)
     let lastGoAway = Mutex<APNsClient.GoAway?>(nil)
 }

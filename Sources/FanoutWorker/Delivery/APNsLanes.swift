@@ -29,8 +29,21 @@ final class APNsLanes: Sendable {
     private let tokenCache: ProviderTokenCache
     /// Last JWT generation seen per app (for `fanout_jwt_refreshes_total`).
     private let jwtGenerations = Mutex<[String: Int]>([:])
-    /// Per lane: the clients' unmatched ends as `unmatchedEndsSinceLastCall` last saw them.
-    private let unmatchedEndsSeen = Mutex<[Lane: Int]>([:])
+    /// Per lane and counter: the clients' running totals as `sinceLastCall` last saw them.
+    private let clientCountersSeen = Mutex<[ClientCounterKey: Int]>([:])
+
+    /// The clients' running totals the worker turns into metric increments.
+    enum ClientCounter: Hashable, Sendable {
+        /// End reports that matched no request (`APNsClient.Stats.unmatchedEnds`).
+        case unmatchedEnds
+        /// Connection failures that backed a connection off (`APNsClient.Stats.connectionBackoffs`).
+        case connectionBackoffs
+    }
+
+    private struct ClientCounterKey: Hashable, Sendable {
+        var lane: Lane
+        var counter: ClientCounter
+    }
 
     struct ClientKey: Hashable, Sendable {
         var lane: Lane
@@ -144,17 +157,18 @@ final class APNsLanes: Sendable {
         return table.clients[AppClients.index(lane: lane, environment: chosen)]
     }
 
-    /// JWTs minted per app since the last call, from the shared cache's generation counter (each
-    /// mint increases it). Reading the current token mints one only when it is due anyway. An app
-    /// whose key cannot sign is skipped here: its sends report that error.
-    /// End reports of the lane's clients that matched no request, since the last call.
-    func unmatchedEndsSinceLastCall(lane: Lane, current: Int) -> Int {
-        unmatchedEndsSeen.withLock { seen in
-            defer { seen[lane] = max(seen[lane] ?? 0, current) }
-            return max(0, current - (seen[lane] ?? 0))
+    /// How much the lane's clients' `counter` grew since the last call (`current` is its total now).
+    func sinceLastCall(_ counter: ClientCounter, lane: Lane, current: Int) -> Int {
+        let key = ClientCounterKey(lane: lane, counter: counter)
+        return clientCountersSeen.withLock { seen in
+            defer { seen[key] = max(seen[key] ?? 0, current) }
+            return max(0, current - (seen[key] ?? 0))
         }
     }
 
+    /// JWTs minted per app since the last call, from the shared cache's generation counter (each
+    /// mint increases it). Reading the current token mints one only when it is due anyway. An app
+    /// whose key cannot sign is skipped here: its sends report that error.
     func jwtMintsSinceLastCall() -> [String: Int] {
         var current: [String: Int] = [:]
         for (app, credentials) in credentials {
@@ -172,8 +186,8 @@ final class APNsLanes: Sendable {
     }
 
     /// Sums over the lane's clients.
-    func stats(lane: Lane) -> (inFlight: Int, queued: Int, connections: Int, completed: Int, unmatchedEnds: Int) {
-        var total = (inFlight: 0, queued: 0, connections: 0, completed: 0, unmatchedEnds: 0)
+    func stats(lane: Lane) -> (inFlight: Int, queued: Int, connections: Int, completed: Int, unmatchedEnds: Int, connectionBackoffs: Int) {
+        var total = (inFlight: 0, queued: 0, connections: 0, completed: 0, unmatchedEnds: 0, connectionBackoffs: 0)
         for (key, client) in clients where key.lane == lane {
             let s = client.stats
             total.inFlight += s.inFlight
@@ -181,6 +195,7 @@ final class APNsLanes: Sendable {
             total.connections += s.connections
             total.completed += s.completed
             total.unmatchedEnds += s.unmatchedEnds
+            total.connectionBackoffs += s.connectionBackoffs
         }
         return total
     }

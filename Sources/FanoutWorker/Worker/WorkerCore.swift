@@ -309,8 +309,10 @@ final class WorkerCore: Sendable {
             metrics.apnsInFlight.labels(lane.rawValue).set(stats.inFlight)
             metrics.apnsQueued.labels(lane.rawValue).set(stats.queued)
             metrics.apnsConnections.labels(lane.rawValue).set(stats.connections)
-            let unmatched = lanes.unmatchedEndsSinceLastCall(lane: lane, current: stats.unmatchedEnds)
+            let unmatched = lanes.sinceLastCall(.unmatchedEnds, lane: lane, current: stats.unmatchedEnds)
             if unmatched > 0 { metrics.apnsUnmatchedEnds.labels(lane.rawValue).increment(by: UInt64(unmatched)) }
+            let backoffs = lanes.sinceLastCall(.connectionBackoffs, lane: lane, current: stats.connectionBackoffs)
+            if backoffs > 0 { metrics.apnsConnectionBackoffs.labels(lane.rawValue).increment(by: UInt64(backoffs)) }
         }
         let now = clock.now()
         let (registry, busy, tracked, forgotten, reported, commitsHeld, heldChange) = state.withLock { state in

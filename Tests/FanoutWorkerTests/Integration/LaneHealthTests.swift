@@ -39,6 +39,8 @@ extension WorkerIntegration {
                 try scraped("fanout_ready") == 1 && harness.simulator.deviceView(token: token)?.contentState.contains("during") == true
             }
             #expect(try scraped("fanout_apns_lane_failing{lane=\"activity\"}") == 0)
+            // 503s are answers: the lane failed, its connections did not.
+            #expect(try scraped("fanout_apns_connection_backoffs_total{lane=\"activity\"}") == 0)
             let lines = harness.logs.lines
             #expect(lines.filter { $0.contains("\"level\":\"warning\"") && $0.contains("every APNs send on this lane has failed") }.count == 1)
             #expect(lines.filter { $0.contains("APNs answers this lane again") }.count == 1)

@@ -218,6 +218,8 @@ struct ExpositionParser {
         // Exported at 0 from the start, so an alert on any increase needs no absent() clause.
         #expect(parsed.value("fanout_apns_unmatched_ends_total", ["lane": "activity"]) == 0)
         #expect(parsed.value("fanout_apns_unmatched_ends_total", ["lane": "broadcast"]) == 0)
+        #expect(parsed.value("fanout_apns_connection_backoffs_total", ["lane": "activity"]) == 0)
+        #expect(parsed.value("fanout_apns_connection_backoffs_total", ["lane": "broadcast"]) == 0)
         #expect(parsed.value("fanout_heap_trims_total") == 0)
         // Not ready and no lane failing until the worker says otherwise; memory 0 until the first sample.
         #expect(parsed.value("fanout_ready") == 0)

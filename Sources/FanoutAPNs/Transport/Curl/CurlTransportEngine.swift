@@ -164,12 +164,14 @@ final class CurlTransportEngine: TransportEngine, @unchecked Sendable {
             case .timedOut:
                 _ = transfer.finish(CURLE_OPERATION_TIMEDOUT)   // drops what arrived of the response
                 response = APNsHTTPResponse(status: nil, transportFailure: "transport: no response within \(configuration.requestTimeout) (request timeout) [curl]")
-                event = .transportFailure
+                event = .requestTimedOut(dispatchedAt: transfer.deadline - configuration.requestTimeout)
             }
             transfer.credentials = nil
             transfer.providerToken = nil
             idleTransfers.append(transfer)
-            connection.gate.completed(event, epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1))
+            if connection.gate.completed(event, epoch: transfer.gateEpoch, now: now, jitter: Double.random(in: 0...1)) {
+                counters.connectionBackoffs.add(1, ordering: .relaxed)
+            }
             counters.completed.add(1, ordering: .relaxed)
             counters.inFlight.store(inFlight, ordering: .relaxed)   // exact when the completion runs
             completion(.success(response))

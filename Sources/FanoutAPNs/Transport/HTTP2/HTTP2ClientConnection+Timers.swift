@@ -86,7 +86,7 @@ extension HTTP2ClientConnection {
             isDirty = true
         }
         removeFromWire(at: index)
-        sink.report(stream, .transportFailed("no response within \(settings.requestTimeout) (request timeout)"))
+        sink.report(stream, .timedOut("no response within \(settings.requestTimeout) (request timeout)"))
     }
 
     /// Takes `stream` off the wire list if it is there at its slot (callbacks find it so).

@@ -119,6 +119,7 @@ final class HTTP2ClientConnection: PooledConnection {
     /// the connection when idle).
     func submit(_ stream: HTTP2Stream, now: ContinuousClock.Instant) {
         stream.connectionIndex = index
+        stream.dispatchedAt = now
         stream.deadline = now + settings.requestTimeout
         if let ticket = stream.carried.ticket { deadlines.append(stream, ticket: ticket, deadline: stream.deadline) }
         switch state {
@@ -264,7 +265,9 @@ final class HTTP2ClientConnection: PooledConnection {
     /// and the gate backs off before the next attempt.
     func fail(_ reason: String, now: ContinuousClock.Instant) {
         guard state != .idle || !pending.isEmpty else { return }
-        gate.completed(.transportFailure, epoch: gate.epoch, now: now, jitter: Double.random(in: 0...1))
+        if gate.completed(.transportFailure, epoch: gate.epoch, now: now, jitter: Double.random(in: 0...1)) {
+            counters.connectionBackoffs.add(1, ordering: .relaxed)
+        }
         let lost = streams + pending
         teardown()
         for stream in lost { sink.report(stream, .transportFailed(reason)) }

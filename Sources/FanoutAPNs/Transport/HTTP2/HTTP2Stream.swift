@@ -26,7 +26,8 @@ final class HTTP2Stream {
     var streamID: Int32 = 0
     /// Position in the connection's on-the-wire list; -1 when not on the wire.
     var slot = -1
-    /// Dispatch time + request timeout.
+    /// When the request was handed to its connection, and that + the request timeout.
+    var dispatchedAt = ContinuousClock.now
     var deadline = ContinuousClock.now
 
     static let bodyLimit = 1 << 20
@@ -52,8 +53,12 @@ enum HTTP2StreamEnd {
     case response
     /// This stream failed without an answer but the connection is fine (RST_STREAM): no backoff.
     case streamFailed(String)
-    /// The connection failed, refused the stream (GOAWAY), or the request timed out: the gate backs off.
+    /// The connection failed or refused the stream (GOAWAY), or a request timed out before the
+    /// connection was up: the gate backs off.
     case transportFailed(String)
+    /// No answer within the request timeout on a connection that is up: the gate backs off unless
+    /// the connection answered other requests meanwhile (`ConnectionGate.Completion.requestTimedOut`).
+    case timedOut(String)
 }
 
 /// Streams that ended during I/O, handed to the engine, which completes them outside nghttp2's callbacks.

@@ -149,8 +149,13 @@ final class HTTP2TransportEngine: TransportEngine, @unchecked Sendable {
             case .transportFailed(let text):
                 response = APNsHTTPResponse(status: nil, transportFailure: "transport: \(text) [nghttp2]")
                 event = .transportFailure
+            case .timedOut(let text):
+                response = APNsHTTPResponse(status: nil, transportFailure: "transport: \(text) [nghttp2]")
+                event = .requestTimedOut(dispatchedAt: stream.dispatchedAt)
             }
-            connection.gate.completed(event, epoch: stream.gateEpoch, now: now, jitter: Double.random(in: 0...1))
+            if connection.gate.completed(event, epoch: stream.gateEpoch, now: now, jitter: Double.random(in: 0...1)) {
+                counters.connectionBackoffs.add(1, ordering: .relaxed)
+            }
             stream.reset()
             if idleStreams.count < configuration.maxInFlight { idleStreams.append(stream) }
             counters.completed.add(1, ordering: .relaxed)

@@ -32,6 +32,7 @@ public final class FanoutMetrics: Sendable {
     /// End reports of the transport that matched no request in flight (each ignored, never completing
     /// another request). Labels: lane.
     public let apnsUnmatchedEnds: CounterFamily
+    public let apnsConnectionBackoffs: CounterFamily
     /// Times the process was found not to have run for half a session timeout (`SendGate`).
     public let sendStalls: CounterFamily
     /// Rounds of latest-offset requests that woke librdkafka's stopped fetcher while a backlog was read
@@ -137,6 +138,7 @@ public final class FanoutMetrics: Sendable {
         commitWaiting = registry.gauge("fanout_offset_commit_waiting_seconds", help: "Whole seconds the outstanding offset commit has waited for Kafka's answer (0 when none is outstanding); given up after ten commit intervals, at least 10 s.")
         sendsWithdrawn = registry.counter("fanout_sends_withdrawn_total", help: "Sends withdrawn before they were written, by lane: decided under an assignment of their partition that ended meanwhile (lost, drained or given back); the next owner sends from the last commit.", labels: ["lane"])
         apnsUnmatchedEnds = registry.counter("fanout_apns_unmatched_ends_total", help: "End reports of the HTTP/2 transport that matched no request in flight, by lane: each is ignored (it never completes another request); any at all is a transport defect worth reporting.", labels: ["lane"])
+        apnsConnectionBackoffs = registry.counter("fanout_apns_connection_backoffs_total", help: "APNs connections put into backoff by a failure (reset, TLS, a GOAWAY that lost requests, no answer to a PING, or a request timeout with nothing answered since it left), by lane. A request that times out while its connection answers others does not count: it is retried and the connection keeps its streams.", labels: ["lane"])
         apnsInFlight = registry.gauge("fanout_apns_in_flight", help: "APNs streams in flight, by lane.", labels: ["lane"])
         apnsQueued = registry.gauge("fanout_apns_queued", help: "Sends waiting for an APNs stream, by lane.", labels: ["lane"])
         apnsConnections = registry.gauge("fanout_apns_connections", help: "Open HTTP/2 connections to APNs, by lane.", labels: ["lane"])
@@ -184,6 +186,7 @@ public final class FanoutMetrics: Sendable {
         _ = heapFreeBytes.labels()
         for lane in ["activity", "broadcast"] {
             _ = apnsUnmatchedEnds.labels(lane)
+            _ = apnsConnectionBackoffs.labels(lane)
             _ = sendsWithdrawn.labels(lane)
             _ = apnsLaneFailing.labels(lane)
         }
