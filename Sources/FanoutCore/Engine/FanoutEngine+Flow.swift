@@ -12,25 +12,27 @@ extension FanoutEngine {
         var pause: [PartitionID] = []
         var resume: [PartitionID] = []
         let ratio = configuration.resumeRatio
-        for index in partitions.indices {
-            guard let state = partitions[index], state.phase != .closing else { continue }
-            let lane = state.lane.slot
-            let window = state.tracker.window
-            if !state.pressured {
-                if window >= configuration.maxIncompletePerPartition || state.inFlight >= configuration.maxInFlightPerPartition
+        for index in partitions.indices where partitions[index] != nil {
+            // Read in place: `let state = partitions[index]` would copy every partition's state each call.
+            guard partitions[index]!.phase != .closing else { continue }
+            let lane = partitions[index]!.lane.slot
+            let window = partitions[index]!.tracker.window
+            let inFlight = partitions[index]!.inFlight
+            if !partitions[index]!.pressured {
+                if window >= configuration.maxIncompletePerPartition || inFlight >= configuration.maxInFlightPerPartition
                     || laneInFlight[lane] >= configuration.maxInFlightPerLane || laneIncomplete[lane] >= configuration.maxIncompletePerLane {
                     partitions[index]!.pressured = true
                 }
             } else if Double(window) < Double(configuration.maxIncompletePerPartition) * ratio
-                        && Double(state.inFlight) < Double(configuration.maxInFlightPerPartition) * ratio
+                        && Double(inFlight) < Double(configuration.maxInFlightPerPartition) * ratio
                         && Double(laneInFlight[lane]) < Double(configuration.maxInFlightPerLane) * ratio
                         && Double(laneIncomplete[lane]) < Double(configuration.maxIncompletePerLane) * ratio {
                 partitions[index]!.pressured = false
             }
             let wanted = partitions[index]!.pressured
-            guard wanted != state.fetchPaused else { continue }
+            guard wanted != partitions[index]!.fetchPaused else { continue }
             partitions[index]!.fetchPaused = wanted
-            if wanted { pause.append(state.id) } else { resume.append(state.id) }
+            if wanted { pause.append(partitions[index]!.id) } else { resume.append(partitions[index]!.id) }
         }
         if !pause.isEmpty {
             actions.append(.pauseFetching(pause))

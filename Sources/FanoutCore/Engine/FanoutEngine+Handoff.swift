@@ -42,7 +42,8 @@ extension FanoutEngine {
 
     private mutating func saveHandoff(_ record: TargetHandoff, _ index: Int, resolution: ResolutionID, partitionSlot: Int32,
                                       into actions: inout [EngineAction]) {
-        guard let partition = partitions[Int(partitionSlot)]?.id else { return }
+        guard partitions[Int(partitionSlot)] != nil else { return }
+        let partition = partitions[Int(partitionSlot)]!.id
         targets[index].inChangelog = true
         targets[index].sendUnsaved = false
         actions.append(.saveState(record, partition: partition, resolution: resolution))

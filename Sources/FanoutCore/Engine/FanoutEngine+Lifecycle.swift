@@ -91,6 +91,12 @@ extension FanoutEngine {
 
     // MARK: Internals
 
+    /// Whether the partition in `slot` is assigned and closing, read in place (`partitions[slot]?.phase`
+    /// copies the whole state first: every array and set in it retained and released, on every outcome).
+    func isClosing(_ slot: Int32) -> Bool {
+        partitions[Int(slot)] != nil && partitions[Int(slot)]!.phase == .closing
+    }
+
     /// A closing partition with nothing in flight (or past its drain deadline) is drained.
     mutating func drainIfDone(_ slot: Int32, now: Nanoseconds, into actions: inout [EngineAction]) {
         guard let state = partitions[Int(slot)], state.phase == .closing, state.isDrained || now >= state.drainBy else { return }

@@ -14,7 +14,7 @@ extension FanoutEngine {
         defer { admitWaiting(laneSlot, now: now, into: &actions) }
         // Decided first, acted on last: a closing partition whose last send this was is drained after
         // the outcome's own actions (its feedback or dead letter holds the drain until acknowledged).
-        defer { if partitions[Int(send.partitionSlot)]?.phase == .closing { drainIfDone(send.partitionSlot, now: now, into: &actions) } }
+        defer { if isClosing(send.partitionSlot) { drainIfDone(send.partitionSlot, now: now, into: &actions) } }
         let index = Int(send.slot)
         guard targets[index].live, targets[index].incarnation == send.incarnation else { return }
         targets[index].inFlightSendID = 0

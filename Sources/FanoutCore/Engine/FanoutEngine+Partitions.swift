@@ -7,25 +7,26 @@ extension FanoutEngine {
     /// goes with `.revokeDrained`).
     public mutating func commitPoints() -> [CommitPoint] {
         var points: [CommitPoint] = []
-        for index in partitions.indices {
-            guard let state = partitions[index], state.phase != .closing, let offset = state.tracker.commitPoint,
-                  offset != state.lastReportedCommit, offset != state.committed else { continue }
+        for index in partitions.indices where partitions[index] != nil {
+            // Read in place: `let state = partitions[index]` would copy every partition's state each call.
+            guard partitions[index]!.phase != .closing, let offset = partitions[index]!.tracker.commitPoint,
+                  offset != partitions[index]!.lastReportedCommit, offset != partitions[index]!.committed else { continue }
             partitions[index]!.lastReportedCommit = offset
-            points.append(CommitPoint(partition: state.id, offset: offset))
+            points.append(CommitPoint(partition: partitions[index]!.id, offset: offset))
         }
         return points
     }
 
     /// Incomplete offsets and in-flight sends of one partition, or nil when it is not assigned.
     public func load(of partition: PartitionID) -> Load? {
-        guard let slot = partitionSlotByID[partition], let state = partitions[Int(slot)] else { return nil }
-        return Load(incomplete: state.tracker.incompleteCount, inFlight: state.inFlight)
+        guard let slot = partitionSlotByID[partition], partitions[Int(slot)] != nil else { return nil }
+        return Load(incomplete: partitions[Int(slot)]!.tracker.incompleteCount, inFlight: partitions[Int(slot)]!.inFlight)
     }
 
     /// The phase of an assigned partition, or nil when it is not assigned.
     public func phase(of partition: PartitionID) -> PartitionPhase? {
-        guard let slot = partitionSlotByID[partition] else { return nil }
-        return partitions[Int(slot)]?.phase
+        guard let slot = partitionSlotByID[partition], partitions[Int(slot)] != nil else { return nil }
+        return partitions[Int(slot)]!.phase
     }
 
     /// Totals over all partitions.
@@ -240,7 +241,8 @@ extension FanoutEngine {
     }
 
     func sources(_ offsets: [Int64], partitionSlot: Int32) -> [EventSource] {
-        guard let id = partitions[Int(partitionSlot)]?.id else { return [] }
+        guard partitions[Int(partitionSlot)] != nil else { return [] }
+        let id = partitions[Int(partitionSlot)]!.id
         return offsets.map { EventSource(partition: id, offset: $0) }
     }
 

@@ -140,8 +140,9 @@ extension FanoutEngine {
         if targets[index].ended && targets[index].lane == .activity {
             tokens.retire(key: targets[index].key, endedAt: targets[index].latestAccepted)
         }
-        if targets[index].inChangelog, let partition = partitions[Int(targets[index].partitionSlot)]?.id.partition {
-            forgottenHandoffs.append((targets[index].key, partition))
+        let partitionSlot = Int(targets[index].partitionSlot)
+        if targets[index].inChangelog, partitions[partitionSlot] != nil {
+            forgottenHandoffs.append((targets[index].key, partitions[partitionSlot]!.id.partition))
         }
         freeTarget(slot)
     }
