@@ -86,10 +86,18 @@ public struct APNsRequest: Sendable, Hashable {
     }
 
     /// A bundle id: letters, digits, '-', '.'; no push-type suffix (that is added for the topic).
+    ///
+    /// Checked on every push, so on the bytes: ASCII only, hence `hasSuffix` needs no Unicode comparison.
     static func isValidBundleID(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 155 && !text.hasSuffix(".push-type.liveactivity")
-            && text.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+        var text = text
+        return text.withUTF8 { bytes in
+            !bytes.isEmpty && bytes.count <= 155
+                && bytes.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+                && !(bytes.count >= pushTypeSuffix.count && bytes[(bytes.count - pushTypeSuffix.count)...].elementsEqual(pushTypeSuffix))
+        }
     }
+
+    private static let pushTypeSuffix = Array(".push-type.liveactivity".utf8)
 
     /// 8-4-4-4-12 lowercase hex, as APNs wants `apns-id`.
     public static func isCanonicalUUID(_ text: String) -> Bool {

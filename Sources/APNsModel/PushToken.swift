@@ -142,10 +142,16 @@ public struct PushToken: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static let digits = Array("0123456789abcdef".utf8)
-
+    /// Made for every push's path: computed, not looked up in a global table (a lazy global's access
+    /// check and a bounds check for every digit).
+    @inline(__always)
     private static func writeHex(_ byte: UInt8, to buffer: UnsafeMutableBufferPointer<UInt8>, at index: Int) {
-        buffer[index] = digits[Int(byte >> 4)]
-        buffer[index + 1] = digits[Int(byte & 0x0f)]
+        buffer[index] = lowercaseDigit(byte >> 4)
+        buffer[index + 1] = lowercaseDigit(byte & 0x0f)
+    }
+
+    @inline(__always)
+    private static func lowercaseDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? nibble &+ UInt8(ascii: "0") : nibble &+ (UInt8(ascii: "a") &- 10)
     }
 }
