@@ -51,39 +51,43 @@ extension WorkerCore {
         }
     }
 
-    func complete(_ answer: AnswerQueue.Answer) -> [EngineAction] { complete(CollectionOfOne(answer)) }
+    func complete(_ answer: AnswerQueue.Answer) -> [EngineAction] { complete([answer][...]) }
 
     /// Feeds answers to the engine under one lock and records them; returns the engine's actions.
-    func complete(_ answers: some Collection<AnswerQueue.Answer>) -> [EngineAction] {
-        for answer in answers {
+    ///
+    /// The answers are read in place (by index), not copied out per loop: each copy of an answer
+    /// retained and released every string of its APNs result.
+    func complete(_ answers: ArraySlice<AnswerQueue.Answer>) -> [EngineAction] {
+        for index in answers.indices {
             // Withdrawn: never written, counted as such, not as an APNs answer.
-            if let result = answer.result, APNsClient.isWithdrawn(result) {
-                metrics.sendsWithdrawn.labels(answer.send.lane.rawValue).increment()
+            if answers[index].result?.withdrawn == true {
+                metrics.sendsWithdrawn.labels(answers[index].send.lane.rawValue).increment()
                 continue
             }
-            if let latency = answer.latency { metrics.lane(answer.send.lane).latency.observe(latency) }
-            record(answer.outcome, of: answer.send, result: answer.result, lane: answer.send.lane.rawValue)
+            if let latency = answers[index].latency { metrics.lane(answers[index].send.lane).latency.observe(latency) }
+            record(answers[index].outcome, of: answers[index].send, result: answers[index].result, lane: answers[index].send.lane.rawValue)
         }
         let now = clock.now()
         var actions: [EngineAction] = []
+        actions.reserveCapacity(2 * answers.count)
         let tracing = log.isEnabled(.trace)
         /// By position in `answers`, only for the answers whose log lines carry them (none, mostly).
         var traces: [Int: EventTraces] = [:]
         state.withLock { state in
-            for (position, answer) in answers.enumerated() {
-                let send = answer.send
+            for index in answers.indices {
+                let send = answers[index].send
                 // Read before the engine completes the offsets (a commit may prune their records then).
-                if tracing || Self.isLoggedAlways(answer.outcome) {
-                    traces[position] = EventTraces(offsets: send.coveredOffsets, in: state.retained[send.partition])
+                if tracing || Self.isLoggedAlways(answers[index].outcome) {
+                    traces[index] = EventTraces(offsets: send.coveredOffsets, in: state.retained[send.partition])
                 }
-                if case .delivered = answer.outcome {
+                if case .delivered = answers[index].outcome {
                     state.summary.delivered[WorkerSummary.SendKey(lane: send.lane, priority: send.priority), default: 0] += 1
                     state.summary.coalesced += max(0, send.coveredOffsets.count - 1)
                 }
-                state.engine.complete(send.sendID, outcome: answer.outcome, now: now, into: &actions)
+                state.engine.complete(send.sendID, outcome: answers[index].outcome, now: now, into: &actions)
             }
         }
-        for (position, answer) in answers.enumerated() { report(answer, traces: traces[position] ?? EventTraces([]), now: now) }
+        for index in answers.indices { report(answers[index], traces: traces[index] ?? EventTraces([]), now: now) }
         return actions
     }
 
