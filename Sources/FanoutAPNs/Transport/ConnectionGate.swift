@@ -6,8 +6,9 @@
 /// HTTP answer that is not a provider-token rejection opens it up to our cap (libcurl/nghttp2 then
 /// also honour the server's SETTINGS_MAX_CONCURRENT_STREAMS). A transport failure (reset, GOAWAY,
 /// TLS, or a request timeout with no answer since that request left) puts the connection into
-/// exponential backoff with full jitter, after which it is fresh again. With libcurl, a connection idle longer than `idleReprobe` is treated as fresh, because
-/// libcurl may have silently replaced a dead one (the nghttp2 transport knows, and passes nil).
+/// exponential backoff with full jitter, after which it is fresh again. With libcurl, a connection
+/// idle longer than `idleReprobe` is treated as fresh, because libcurl may have silently replaced a
+/// dead one (the nghttp2 transport knows, and passes nil).
 struct ConnectionGate {
     enum Phase: Equatable {
         case fresh

@@ -32,6 +32,8 @@ public final class FanoutMetrics: Sendable {
     /// End reports of the transport that matched no request in flight (each ignored, never completing
     /// another request). Labels: lane.
     public let apnsUnmatchedEnds: CounterFamily
+    /// APNs connections put into backoff by a failure (not by one request timing out while the
+    /// connection answers others). Labels: lane.
     public let apnsConnectionBackoffs: CounterFamily
     /// Times the process was found not to have run for half a session timeout (`SendGate`).
     public let sendStalls: CounterFamily
