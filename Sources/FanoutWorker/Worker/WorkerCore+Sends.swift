@@ -60,7 +60,7 @@ extension WorkerCore {
     func complete(_ answers: ArraySlice<AnswerQueue.Answer>) -> [EngineAction] {
         for index in answers.indices {
             // Withdrawn: never written, counted as such, not as an APNs answer.
-            if answers[index].result?.withdrawn == true {
+            if let result = answers[index].result, APNsClient.isWithdrawn(result) {
                 metrics.sendsWithdrawn.labels(answers[index].send.lane.rawValue).increment()
                 continue
             }
